@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One-time set-up, safe to re-run: Python venv with the exporter (PyPI packages only) and the
+# WACO checkpoints in ../shared converted to dashrank bundles under models/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${DASHRANK_SHARED:-../shared}
+
+if [ ! -x .venv/bin/python ]; then
+  echo "== creating .venv"
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import dashrank_onnx, onnxruntime, pytest" 2>/dev/null \
+   || [ onnx/requirements.txt -nt .venv/.installed ] || [ onnx/pyproject.toml -nt .venv/.installed ]; then
+  echo "== installing Python packages (PyPI)"
+  .venv/bin/pip install --quiet --disable-pip-version-check -r onnx/requirements.txt
+  .venv/bin/pip install --quiet --disable-pip-version-check -e ./onnx
+  touch .venv/.installed
+fi
+
+# Convert the real WACO checkpoints (skipped with a message when ../shared is absent).
+if [ -d "$SHARED/data/waco/weights" ]; then
+  for kernel in spmm sddmm spmv; do
+    upper=$(echo "$kernel" | tr a-z A-Z)
+    ckpt="$SHARED/data/waco/weights/$upper/resnet.pth"
+    out="models/waco-$kernel"
+    if [ ! -f "$out/.converted" ] || [ "$ckpt" -nt "$out/.converted" ] \
+       || [ -n "$(find onnx/dashrank_onnx -newer "$out/.converted" -name '*.py' 2>/dev/null)" ]; then
+      echo "== converting $ckpt -> $out"
+      rm -rf "$out"
+      .venv/bin/python -m dashrank_onnx.convert_waco --checkpoint "$ckpt" --kernel "$kernel" --out "$out"
+      touch "$out/.converted"
+    fi
+  done
+else
+  echo "note: $SHARED/data/waco not found; real-model bundles not converted"
+fi

@@ -1,0 +1,111 @@
+//! `SparseConv`: MinkowskiEngine-style sparse convolution (2-D, hyper-cube kernel).
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::kernel::{conv_task, split_by_tasks, ConvArgs};
+use super::{out_stride, window_attrs, BuildCtx, Built, Op, SparseValue, ValueType};
+use crate::error::Result;
+use crate::featurize::rulebook::{tasks, Geometry};
+
+/// A validated sparse convolution layer.
+#[derive(Debug, Clone)]
+pub(crate) struct SparseConv {
+    /// Kernel geometry at the input tensor stride.
+    pub geom: Geometry,
+    /// Layer stride (1 keeps the input coordinates).
+    pub stride: u64,
+    /// Output tensor stride.
+    pub t_out: u64,
+    /// Input channels.
+    pub cin: usize,
+    /// Output channels.
+    pub cout: usize,
+    /// `[K, cin, cout]` row-major.
+    pub weights: Vec<f32>,
+    /// `[cout]`.
+    pub bias: Option<Vec<f32>>,
+}
+
+/// Builds a `SparseConv` node: inputs `x` (sparse), `W` `[k², Cin, Cout]`, optional bias
+/// `[Cout]`.
+pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
+    ctx.input_count(2, 3)?;
+    let (k, s, d) = window_attrs(ctx)?;
+    let (x, cin, t_in) = ctx.sparse_value(0)?;
+    let w = ctx.initializer(1, "weight")?;
+    let kk = k * k;
+    if w.dims.len() != 3 || w.dims[0] != kk || w.dims[1] != cin || w.dims[2] == 0 {
+        return Err(ctx.err(format!(
+            "weight '{}' has shape {:?}, expected [kernel_size² = {kk}, Cin = {cin}, Cout > 0]",
+            ctx.node.inputs[1], w.dims
+        )));
+    }
+    let cout = w.dims[2];
+    let mut inits = vec![ctx.node.inputs[1].clone()];
+    let bias = if ctx.node.inputs.len() > 2 && !ctx.node.inputs[2].is_empty() {
+        let b = ctx.initializer(2, "bias")?;
+        if b.dims != [cout] {
+            return Err(ctx.err(format!(
+                "bias '{}' has shape {:?}, expected [Cout = {cout}]",
+                ctx.node.inputs[2], b.dims
+            )));
+        }
+        inits.push(ctx.node.inputs[2].clone());
+        Some(b.data.clone())
+    } else {
+        None
+    };
+    let t_out = out_stride(ctx, t_in, s)?;
+    Ok(Built {
+        op: Op::Conv(SparseConv {
+            geom: Geometry::new(k, d, t_in),
+            stride: s,
+            t_out,
+            cin,
+            cout,
+            weights: w.data.clone(),
+            bias,
+        }),
+        value_inputs: vec![x],
+        initializers: inits,
+        output: ValueType::Sparse {
+            channels: cout,
+            stride: t_out,
+        },
+    })
+}
+
+impl SparseConv {
+    /// Runs the layer.
+    pub fn run(&self, _node: &str, x: &SparseValue) -> Result<SparseValue> {
+        let coords = if self.stride == 1 {
+            Arc::clone(&x.coords)
+        } else {
+            Arc::new(x.coords.strided(self.t_out))
+        };
+        let mut feats = vec![0.0f32; coords.len() * self.cout];
+        let args = ConvArgs {
+            input: &x.coords,
+            in_feats: &x.feats,
+            cin: self.cin,
+            out: &coords,
+            geom: &self.geom,
+            weights: &self.weights,
+            bias: self.bias.as_deref(),
+            cout: self.cout,
+        };
+        let tasks = tasks(&coords);
+        let blocks = split_by_tasks(&mut feats, &coords, &tasks, self.cout);
+        tasks
+            .into_par_iter()
+            .zip(blocks)
+            .for_each(|(rows, dst)| conv_task(&args, rows, dst));
+        Ok(SparseValue {
+            coords,
+            feats,
+            channels: self.cout,
+        })
+    }
+}

@@ -1,0 +1,21 @@
+//! dashrank: rank sparse-kernel schedules with learned cost models (WACO, DASH/COGNATE)
+//! exported to ONNX, without PyTorch.
+//!
+//! Data path: matrix input ([`pattern`]) → native sparse-conv featurizer ([`featurize`]) →
+//! schedule encoding ([`schedule`]) → dense-head execution ([`model`]) → ranking ([`rank`]).
+#![warn(missing_docs)]
+#![warn(clippy::unwrap_used)]
+
+pub mod error;
+pub mod eval;
+pub mod featurize;
+pub mod model;
+pub mod pattern;
+pub mod rank;
+pub mod schedule;
+
+pub use model::{Backend, LoadOptions, Model, ModelInfo};
+pub use pattern::CsrPattern;
+pub use rank::{CandidateSet, CandidateStatus, CostModel, Ranked};
+
+pub use error::{Error, ErrorKind, Result};

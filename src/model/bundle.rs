@@ -1,0 +1,500 @@
+//! Bundle decoding: ONNX files → metadata, featurizer [`GraphSpec`], dense-graph bytes.
+//!
+//! Implements `docs/bundle-format.md`: every file is decoded, its `metadata_props` read and
+//! checked (format version window, role, family), weights converted to f32 (FLOAT16 through
+//! `half`) and checked finite. Nothing here executes anything.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+
+use super::info::check_format_version;
+use super::onnx_proto::{attribute_type, data_type, ModelProto, TensorProto, ValueInfoProto};
+use crate::error::{Error, Result};
+use crate::featurize::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
+
+/// The role of one bundle file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Featurizer,
+    MatrixEmbedder,
+    ScheduleEmbedder,
+    Predictor,
+}
+
+impl Role {
+    fn parse(text: &str, origin: &str) -> Result<Self> {
+        match text {
+            "featurizer" => Ok(Role::Featurizer),
+            "matrix_embedder" => Ok(Role::MatrixEmbedder),
+            "schedule_embedder" => Ok(Role::ScheduleEmbedder),
+            "predictor" => Ok(Role::Predictor),
+            other => Err(Error::bundle(
+                format!("{origin}: dashrank.role"),
+                format!(
+                    "unknown role '{other}' (expected featurizer, matrix_embedder, schedule_embedder or predictor)"
+                ),
+            )),
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Role::Featurizer => "featurizer",
+            Role::MatrixEmbedder => "matrix_embedder",
+            Role::ScheduleEmbedder => "schedule_embedder",
+            Role::Predictor => "predictor",
+        }
+    }
+}
+
+/// One decoded bundle file.
+#[derive(Debug, Clone)]
+pub(crate) struct BundleFile {
+    /// File name (or caller-given name) for error messages.
+    pub origin: String,
+    pub role: Role,
+    pub format_version: u32,
+    pub metadata: BTreeMap<String, String>,
+    pub proto: ModelProto,
+    /// The original bytes, handed to the executor for dense graphs.
+    pub bytes: Vec<u8>,
+}
+
+impl BundleFile {
+    /// Decodes one file and reads its common metadata.
+    pub(crate) fn decode(origin: &str, bytes: Vec<u8>) -> Result<Self> {
+        let proto = ModelProto::decode(bytes.as_slice()).map_err(|e| {
+            Error::bundle(
+                origin.to_string(),
+                format!("not a valid ONNX protobuf (truncated or corrupt?): {e}"),
+            )
+        })?;
+        if proto.graph.is_none() {
+            return Err(Error::bundle(origin.to_string(), "ONNX model has no graph"));
+        }
+        let metadata: BTreeMap<String, String> = proto
+            .metadata_props
+            .iter()
+            .map(|p| (p.key.clone(), p.value.clone()))
+            .collect();
+        let version_text = metadata.get("dashrank.format_version").ok_or_else(|| {
+            Error::bundle(
+                format!("{origin}: dashrank.format_version"),
+                "missing metadata key (is this a dashrank bundle file?)",
+            )
+        })?;
+        let format_version = check_format_version(version_text)?;
+        let role_text = metadata.get("dashrank.role").ok_or_else(|| {
+            Error::bundle(format!("{origin}: dashrank.role"), "missing metadata key")
+        })?;
+        let role = Role::parse(role_text, origin)?;
+        let file = Self {
+            origin: origin.to_string(),
+            role,
+            format_version,
+            metadata,
+            proto,
+            bytes,
+        };
+        file.require("dashrank.family")?;
+        file.check_initializers_finite()?;
+        Ok(file)
+    }
+
+    /// A required metadata value.
+    pub(crate) fn require(&self, key: &str) -> Result<&str> {
+        self.metadata
+            .get(key)
+            .map(String::as_str)
+            .ok_or_else(|| Error::bundle(format!("{}: {key}", self.origin), "missing metadata key"))
+    }
+
+    /// An optional metadata value.
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        self.metadata.get(key).map(String::as_str)
+    }
+
+    fn graph(&self) -> &super::onnx_proto::GraphProto {
+        // `decode` rejected files without a graph.
+        self.proto.graph.as_ref().unwrap_or_else(|| unreachable!())
+    }
+
+    fn check_initializers_finite(&self) -> Result<()> {
+        for t in &self.graph().initializer {
+            if matches!(
+                t.data_type,
+                data_type::FLOAT | data_type::FLOAT16 | data_type::DOUBLE
+            ) {
+                let spec = tensor_to_f32(t, &self.origin)?;
+                if let Some(pos) = spec.data.iter().position(|v| !v.is_finite()) {
+                    return Err(Error::bundle(
+                        format!("{}: tensor '{}'", self.origin, t.name),
+                        format!("non-finite weight {} at flat index {pos}", spec.data[pos]),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that the graph's inputs and outputs are exactly the given names (in any order).
+    pub(crate) fn expect_io(&self, inputs: &[&str], outputs: &[&str]) -> Result<()> {
+        let g = self.graph();
+        let initializer_names: Vec<&str> = g.initializer.iter().map(|t| t.name.as_str()).collect();
+        let real_inputs: Vec<&str> = g
+            .input
+            .iter()
+            .map(|v| v.name.as_str())
+            .filter(|n| !initializer_names.contains(n))
+            .collect();
+        let check = |what: &str, found: Vec<&str>, expected: &[&str]| -> Result<()> {
+            let mut f = found.clone();
+            let mut e = expected.to_vec();
+            f.sort_unstable();
+            e.sort_unstable();
+            if f != e {
+                return Err(Error::bundle(
+                    format!("{}: graph {what}", self.origin),
+                    format!(
+                        "a {} graph must have {what} {:?}, found {:?}",
+                        self.role.as_str(),
+                        expected,
+                        found
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        check("inputs", real_inputs, inputs)?;
+        check(
+            "outputs",
+            g.output.iter().map(|v| v.name.as_str()).collect(),
+            outputs,
+        )
+    }
+
+    /// The static size of the last dimension of a graph input or output, if declared.
+    pub(crate) fn last_dim(&self, name: &str) -> Option<usize> {
+        let g = self.graph();
+        let v: &ValueInfoProto = g.input.iter().chain(&g.output).find(|v| v.name == name)?;
+        let shape = v.r#type.as_ref()?.tensor_type.as_ref()?.shape.as_ref()?;
+        let d = shape.dim.last()?.dim_value?;
+        usize::try_from(d).ok().filter(|&d| d > 0)
+    }
+
+    /// Converts the featurizer file's graph into the plain-data spec the featurizer builds from.
+    pub(crate) fn featurizer_spec(&self) -> Result<GraphSpec> {
+        let g = self.graph();
+        let mut initializers = BTreeMap::new();
+        for t in &g.initializer {
+            let spec = tensor_to_f32(t, &self.origin)?;
+            initializers.insert(spec.name.clone(), spec);
+        }
+        let init_names: Vec<&String> = initializers.keys().collect();
+        let inputs = g
+            .input
+            .iter()
+            .map(|v| v.name.clone())
+            .filter(|n| !init_names.contains(&n))
+            .collect();
+        let nodes = g
+            .node
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let name = if n.name.is_empty() {
+                    format!("#{i} ({})", n.op_type)
+                } else {
+                    n.name.clone()
+                };
+                let mut attributes = BTreeMap::new();
+                for a in &n.attribute {
+                    let value = match a.r#type {
+                        attribute_type::INT => AttrValue::Int(a.i),
+                        attribute_type::INTS => AttrValue::Ints(a.ints.clone()),
+                        attribute_type::FLOAT => AttrValue::Float(a.f),
+                        attribute_type::STRING => {
+                            AttrValue::String(String::from_utf8_lossy(&a.s).into_owned())
+                        }
+                        other => {
+                            return Err(Error::featurize(
+                                name.clone(),
+                                format!("attribute '{}' has unsupported type {other}", a.name),
+                            ))
+                        }
+                    };
+                    attributes.insert(a.name.clone(), value);
+                }
+                Ok(NodeSpec {
+                    name,
+                    op_type: n.op_type.clone(),
+                    domain: n.domain.clone(),
+                    inputs: n.input.clone(),
+                    outputs: n.output.clone(),
+                    attributes,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(GraphSpec {
+            inputs,
+            outputs: g.output.iter().map(|v| v.name.clone()).collect(),
+            nodes,
+            initializers,
+        })
+    }
+}
+
+/// Converts an initializer to f32, checking its declared size.
+pub(crate) fn tensor_to_f32(t: &TensorProto, origin: &str) -> Result<TensorSpec> {
+    let key = || format!("{origin}: tensor '{}'", t.name);
+    if t.data_location == 1 || !t.external_data.is_empty() {
+        return Err(Error::bundle(
+            key(),
+            "external tensor data is not supported in format v1",
+        ));
+    }
+    let dims = t
+        .dims
+        .iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| Error::bundle(key(), format!("negative dimension {d}")))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let expected: usize = dims.iter().product();
+    let data: Vec<f32> = match t.data_type {
+        data_type::FLOAT if !t.raw_data.is_empty() => {
+            check_raw_len(t, expected, 4, &key)?;
+            t.raw_data
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        }
+        data_type::FLOAT => t.float_data.clone(),
+        data_type::FLOAT16 if !t.raw_data.is_empty() => {
+            check_raw_len(t, expected, 2, &key)?;
+            t.raw_data
+                .chunks_exact(2)
+                .map(|c| half::f16::from_bits(u16::from_le_bytes([c[0], c[1]])).to_f32())
+                .collect()
+        }
+        data_type::FLOAT16 => t
+            .int32_data
+            .iter()
+            .map(|&bits| half::f16::from_bits(bits as u16).to_f32())
+            .collect(),
+        data_type::DOUBLE if !t.raw_data.is_empty() => {
+            check_raw_len(t, expected, 8, &key)?;
+            t.raw_data
+                .chunks_exact(8)
+                .map(|c| {
+                    let mut b = [0u8; 8];
+                    b.copy_from_slice(c);
+                    f64::from_le_bytes(b) as f32
+                })
+                .collect()
+        }
+        data_type::DOUBLE => t.double_data.iter().map(|&v| v as f32).collect(),
+        other => {
+            return Err(Error::bundle(
+                key(),
+                format!("weights must be FLOAT (1) or FLOAT16 (10), found data type {other}"),
+            ))
+        }
+    };
+    if data.len() != expected {
+        return Err(Error::bundle(
+            key(),
+            format!("dims {dims:?} need {expected} values, found {}", data.len()),
+        ));
+    }
+    Ok(TensorSpec {
+        name: t.name.clone(),
+        dims,
+        data,
+    })
+}
+
+fn check_raw_len(
+    t: &TensorProto,
+    expected: usize,
+    width: usize,
+    key: &dyn Fn() -> String,
+) -> Result<()> {
+    if t.raw_data.len() != expected * width {
+        return Err(Error::bundle(
+            key(),
+            format!(
+                "raw_data holds {} bytes, dims {:?} need {}",
+                t.raw_data.len(),
+                t.dims,
+                expected * width
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// All files of a bundle, grouped by role.
+#[derive(Debug)]
+pub(crate) struct Bundle {
+    pub featurizer: BundleFile,
+    pub matrix_embedder: BundleFile,
+    /// (head name, schedule embedder, predictor), sorted by head name.
+    pub heads: Vec<(String, BundleFile, BundleFile)>,
+    /// FNV-1a over all file bytes in name order.
+    pub content_hash: u64,
+}
+
+impl Bundle {
+    /// Reads every `*.onnx` file of a bundle directory.
+    pub(crate) fn read_dir(dir: &Path) -> Result<Self> {
+        let entries = std::fs::read_dir(dir).map_err(|e| Error::io(Some(dir.to_path_buf()), e))?;
+        let mut paths: Vec<PathBuf> = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(Some(dir.to_path_buf()), e))?;
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "onnx") {
+                paths.push(path);
+            }
+        }
+        paths.sort();
+        let mut files = Vec::with_capacity(paths.len());
+        for path in paths {
+            let bytes = std::fs::read(&path).map_err(|e| Error::io(Some(path.clone()), e))?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            files.push((name, bytes));
+        }
+        if files.is_empty() {
+            return Err(Error::bundle(
+                dir.display().to_string(),
+                "no .onnx files found: a bundle is a directory of ONNX files",
+            ));
+        }
+        Self::from_files(files)
+    }
+
+    /// Groups in-memory files `(name, bytes)` by role and checks the bundle is complete.
+    pub(crate) fn from_files(mut files: Vec<(String, Vec<u8>)>) -> Result<Self> {
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut hash = Fnv64::new();
+        let mut featurizer = None;
+        let mut matrix_embedder = None;
+        let mut schedule_embedders: BTreeMap<String, BundleFile> = BTreeMap::new();
+        let mut predictors: BTreeMap<String, BundleFile> = BTreeMap::new();
+        for (name, bytes) in files {
+            hash.write(name.as_bytes());
+            hash.write(&bytes);
+            let file = BundleFile::decode(&name, bytes)?;
+            let slot_taken = |what: &str, other: &BundleFile| {
+                Error::bundle(
+                    file.origin.clone(),
+                    format!("second {what} file (already have '{}')", other.origin),
+                )
+            };
+            match file.role {
+                Role::Featurizer => match &featurizer {
+                    Some(other) => return Err(slot_taken("featurizer", other)),
+                    None => featurizer = Some(file),
+                },
+                Role::MatrixEmbedder => match &matrix_embedder {
+                    Some(other) => return Err(slot_taken("matrix_embedder", other)),
+                    None => matrix_embedder = Some(file),
+                },
+                Role::ScheduleEmbedder | Role::Predictor => {
+                    let head = file.require("dashrank.head")?.to_string();
+                    let map = if file.role == Role::ScheduleEmbedder {
+                        &mut schedule_embedders
+                    } else {
+                        &mut predictors
+                    };
+                    if let Some(other) = map.get(&head) {
+                        return Err(slot_taken(
+                            &format!("{} for head '{head}'", file.role.as_str()),
+                            other,
+                        ));
+                    }
+                    map.insert(head, file);
+                }
+            }
+        }
+        let featurizer = featurizer
+            .ok_or_else(|| Error::bundle("bundle", "no file with dashrank.role = featurizer"))?;
+        let matrix_embedder = matrix_embedder.ok_or_else(|| {
+            Error::bundle("bundle", "no file with dashrank.role = matrix_embedder")
+        })?;
+        let mut heads = Vec::new();
+        for (name, se) in schedule_embedders {
+            let pr = predictors.remove(&name).ok_or_else(|| {
+                Error::bundle(
+                    format!("head '{name}'"),
+                    format!("has a schedule_embedder ('{}') but no predictor", se.origin),
+                )
+            })?;
+            heads.push((name, se, pr));
+        }
+        if let Some((name, pr)) = predictors.into_iter().next() {
+            return Err(Error::bundle(
+                format!("head '{name}'"),
+                format!("has a predictor ('{}') but no schedule_embedder", pr.origin),
+            ));
+        }
+        if heads.is_empty() {
+            return Err(Error::bundle(
+                "bundle",
+                "no heads (schedule_embedder + predictor files)",
+            ));
+        }
+        // All files agree on version and family.
+        let family = featurizer.require("dashrank.family")?.to_string();
+        let version = featurizer.format_version;
+        let all =
+            std::iter::once(&matrix_embedder).chain(heads.iter().flat_map(|(_, a, b)| [a, b]));
+        for f in all {
+            if f.format_version != version {
+                return Err(Error::bundle(
+                    format!("{}: dashrank.format_version", f.origin),
+                    format!(
+                        "{} disagrees with the featurizer's {version}",
+                        f.format_version
+                    ),
+                ));
+            }
+            let fam = f.require("dashrank.family")?;
+            if fam != family {
+                return Err(Error::bundle(
+                    format!("{}: dashrank.family", f.origin),
+                    format!("'{fam}' disagrees with the featurizer's '{family}'"),
+                ));
+            }
+        }
+        Ok(Self {
+            featurizer,
+            matrix_embedder,
+            heads,
+            content_hash: hash.finish(),
+        })
+    }
+}
+
+/// 64-bit FNV-1a, stable across platforms and Rust versions.
+pub(crate) struct Fnv64(u64);
+
+impl Fnv64 {
+    pub(crate) fn new() -> Self {
+        Self(0xcbf2_9ce4_8422_2325)
+    }
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    pub(crate) fn finish(&self) -> u64 {
+        self.0
+    }
+}

@@ -1,0 +1,226 @@
+//! The public face: embed a matrix once, prepare candidates once, score and rank them.
+//!
+//! The shape follows TVM MetaSchedule's cost-model interface (batch predict into a caller
+//! buffer) and WACO's three entry points (embed matrix, embed schedules, predict). Schedule-side
+//! work ([`CandidateSet`]) is done once per head and reused across matrices; matrix embeddings
+//! are cached per model.
+
+use ndarray::Array2;
+
+use crate::error::{Error, Result};
+use crate::model::{MatrixEmbedding, Model, ModelInfo};
+use crate::pattern::CsrPattern;
+
+mod topk;
+
+pub use topk::top_k_indices;
+
+/// Whether a candidate could be encoded and scored.
+#[derive(Debug)]
+pub enum CandidateStatus {
+    /// The candidate is valid; its score is meaningful.
+    Valid,
+    /// The candidate was rejected (parse error, out-of-vocabulary value, …); its score is NaN.
+    Invalid(Error),
+}
+
+impl CandidateStatus {
+    /// True for [`CandidateStatus::Valid`].
+    pub fn is_valid(&self) -> bool {
+        matches!(self, CandidateStatus::Valid)
+    }
+}
+
+/// Candidates prepared for one head: parsed, validated, encoded and embedded once, reusable
+/// for any number of matrices.
+///
+/// # Threads
+/// Immutable; `Send + Sync`.
+#[derive(Debug)]
+pub struct CandidateSet {
+    head: usize,
+    head_name: String,
+    statuses: Vec<CandidateStatus>,
+    /// Positions (in the caller's list) of the valid candidates, ascending.
+    valid: Vec<usize>,
+    /// Schedule embeddings of the valid candidates, one row each.
+    embeddings: Array2<f32>,
+    /// Measured runtimes given on the lines (`= ms`), if any.
+    measured_ms: Vec<Option<f64>>,
+}
+
+impl CandidateSet {
+    /// Number of candidates (valid or not), in the caller's order.
+    pub fn len(&self) -> usize {
+        self.statuses.len()
+    }
+
+    /// True when there are no candidates.
+    pub fn is_empty(&self) -> bool {
+        self.statuses.is_empty()
+    }
+
+    /// Head these candidates were prepared for.
+    pub fn head(&self) -> &str {
+        &self.head_name
+    }
+
+    /// Per-candidate status, in the caller's order.
+    pub fn statuses(&self) -> &[CandidateStatus] {
+        &self.statuses
+    }
+
+    /// Number of valid candidates.
+    pub fn valid_count(&self) -> usize {
+        self.valid.len()
+    }
+
+    /// Measured runtimes (milliseconds) parsed from `= ms` suffixes, in the caller's order.
+    pub fn measured_ms(&self) -> &[Option<f64>] {
+        &self.measured_ms
+    }
+
+    /// Schedule embedding of candidate `index`, if it is valid.
+    pub fn schedule_embedding(&self, index: usize) -> Option<Vec<f32>> {
+        let row = self.valid.binary_search(&index).ok()?;
+        Some(self.embeddings.row(row).to_vec())
+    }
+}
+
+/// One ranked candidate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ranked {
+    /// Position of the candidate in the caller's list.
+    pub index: usize,
+    /// Its score (see [`crate::model::ScorePolarity`] for which direction is better).
+    pub score: f32,
+}
+
+/// A learned cost model that ranks schedules for sparse matrices.
+///
+/// All methods take `&self`; implementations are `Send + Sync`.
+pub trait CostModel: Send + Sync {
+    /// Facts about the model (heads, kernels, targets, polarity, dimensions).
+    fn info(&self) -> &ModelInfo;
+
+    /// Embeds a matrix (featurizer + matrix embedder). Cached by pattern hash.
+    fn embed_matrix(&self, pattern: &CsrPattern) -> Result<MatrixEmbedding>;
+
+    /// Parses, validates, encodes and embeds schedule lines for `head`. Invalid lines get a
+    /// per-candidate [`CandidateStatus::Invalid`]; the call fails only on misuse (unknown head)
+    /// or an executor failure.
+    fn prepare_candidates<S: AsRef<str>>(&self, head: &str, lines: &[S]) -> Result<CandidateSet>
+    where
+        Self: Sized;
+
+    /// Scores every candidate for one matrix into `out` (length = `candidates.len()`); invalid
+    /// candidates get NaN.
+    fn score_into(
+        &self,
+        matrix: &MatrixEmbedding,
+        candidates: &CandidateSet,
+        out: &mut [f32],
+    ) -> Result<()>;
+
+    /// The `k` best valid candidates, best first; ties broken by candidate index.
+    fn top_k(
+        &self,
+        matrix: &MatrixEmbedding,
+        candidates: &CandidateSet,
+        k: usize,
+    ) -> Result<Vec<Ranked>>;
+}
+
+impl CostModel for Model {
+    fn info(&self) -> &ModelInfo {
+        Model::info(self)
+    }
+
+    fn embed_matrix(&self, pattern: &CsrPattern) -> Result<MatrixEmbedding> {
+        self.embed_matrix_cached(pattern)
+    }
+
+    fn prepare_candidates<S: AsRef<str>>(&self, head: &str, lines: &[S]) -> Result<CandidateSet> {
+        let head_index = self.head_index(head)?;
+        let h = self.head_at(head_index);
+        let batch = h.schema.encode_batch(lines);
+        let width = h.schema.encoded_width();
+        let rows = Array2::from_shape_vec((batch.index.len(), width), batch.rows).map_err(|e| {
+            Error::invalid_argument(format!("encoded batch has the wrong size: {e}"))
+        })?;
+        let embeddings = self.embed_schedule_rows(h, rows.view())?;
+        let statuses = batch
+            .statuses
+            .into_iter()
+            .map(|s| match s {
+                Ok(()) => CandidateStatus::Valid,
+                Err(e) => CandidateStatus::Invalid(e),
+            })
+            .collect();
+        Ok(CandidateSet {
+            head: head_index,
+            head_name: head.to_string(),
+            statuses,
+            valid: batch.index,
+            embeddings,
+            measured_ms: batch.measured_ms,
+        })
+    }
+
+    fn score_into(
+        &self,
+        matrix: &MatrixEmbedding,
+        candidates: &CandidateSet,
+        out: &mut [f32],
+    ) -> Result<()> {
+        if out.len() != candidates.len() {
+            return Err(Error::invalid_argument(format!(
+                "output buffer holds {} scores but there are {} candidates",
+                out.len(),
+                candidates.len()
+            )));
+        }
+        if matrix.model_hash() != self.info().content_hash {
+            return Err(Error::invalid_argument(
+                "matrix embedding was computed by a different model",
+            ));
+        }
+        let head = self.head_at(candidates.head);
+        if head.info.name != candidates.head_name {
+            return Err(Error::invalid_argument(format!(
+                "candidate set was prepared for head '{}' of a different model",
+                candidates.head_name
+            )));
+        }
+        let mut valid_scores = vec![0.0f32; candidates.valid.len()];
+        self.predict_into(
+            head,
+            matrix,
+            candidates.embeddings.view(),
+            &mut valid_scores,
+        )?;
+        out.fill(f32::NAN);
+        for (&i, &s) in candidates.valid.iter().zip(&valid_scores) {
+            out[i] = s;
+        }
+        Ok(())
+    }
+
+    fn top_k(
+        &self,
+        matrix: &MatrixEmbedding,
+        candidates: &CandidateSet,
+        k: usize,
+    ) -> Result<Vec<Ranked>> {
+        let mut scores = vec![0.0f32; candidates.len()];
+        self.score_into(matrix, candidates, &mut scores)?;
+        let polarity = self.head_at(candidates.head).info.polarity;
+        Ok(top_k_indices(&scores, k, polarity)
+            .into_iter()
+            .map(|index| Ranked {
+                index,
+                score: scores[index],
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,486 @@
+//! Field kinds: how one schedule field is written as text tokens and encoded as `f32` columns.
+//!
+//! The set of kinds is closed ([`FieldKind`]) but built to grow. A kind is one parameter struct
+//! (e.g. [`ChoiceKind`]) implementing the private `KindCodec` trait (token count, encoded width,
+//! parse, check, encode, print, JSON parameters). To add a kind (say a numeric range for SPADE
+//! or GPU parameters):
+//!
+//! 1. write its parameter struct and `impl KindCodec` for it;
+//! 2. add a [`FieldKind`] variant and its arm in `FieldKind::codec`;
+//! 3. add a [`FieldValue`] variant if no existing one fits;
+//! 4. register its JSON name and builder in `registry.rs`.
+//!
+//! Nothing else in `schedule/` matches on kinds.
+
+use serde_json::{Map, Value};
+use std::fmt::Write as _;
+
+/// The value of one field inside a [`Schedule`](super::Schedule).
+///
+/// `Eq + Hash` so schedules can be deduplicated; new variants must keep that (store
+/// integers, or floats by their bit pattern).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FieldValue {
+    /// Index into the `values` of a [`ChoiceKind`] field.
+    Choice(usize),
+    /// Loop order of a [`PermutationKind`] field: element `pos` is the index (into `symbols`)
+    /// of the symbol at loop position `pos`, outermost first.
+    Permutation(Vec<usize>),
+}
+
+/// The kind of a schedule field, with its parameters (vocabulary, symbols, …).
+///
+/// Only `PartialEq`: future kinds may carry floating-point parameters.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum FieldKind {
+    /// One token from a fixed vocabulary; encoded as the value's index (1 column).
+    Choice(ChoiceKind),
+    /// `n` tokens using each of `n` symbols once; encoded as the flattened `n × n` one-hot
+    /// matrix `P[symbol, position] = 1` (row-major, `n·n` columns).
+    Permutation(PermutationKind),
+}
+
+impl FieldKind {
+    /// The kind's name as written in the schema JSON (`"choice"`, `"permutation"`).
+    pub fn name(&self) -> &'static str {
+        self.codec().name()
+    }
+
+    /// Number of whitespace-separated text tokens the field takes.
+    pub fn token_count(&self) -> usize {
+        self.codec().token_count()
+    }
+
+    /// Number of `f32` columns the field takes in the encoded row.
+    pub fn width(&self) -> usize {
+        self.codec().width()
+    }
+
+    /// The one place that dispatches on the kind.
+    pub(crate) fn codec(&self) -> &dyn KindCodec {
+        match self {
+            FieldKind::Choice(k) => k,
+            FieldKind::Permutation(k) => k,
+        }
+    }
+}
+
+/// A field's vocabulary: all integers or all strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChoiceValues {
+    /// Integer values; a token matches when it parses to the same integer.
+    Ints(Vec<i64>),
+    /// String values; a token matches when it is equal.
+    Strings(Vec<String>),
+}
+
+impl ChoiceValues {
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            ChoiceValues::Ints(v) => v.len(),
+            ChoiceValues::Strings(v) => v.len(),
+        }
+    }
+
+    /// Whether there are no values (never true for a validated schema).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The value at `index` as it is printed in a schedule line.
+    pub fn token(&self, index: usize) -> Option<String> {
+        match self {
+            ChoiceValues::Ints(v) => v.get(index).map(|x| x.to_string()),
+            ChoiceValues::Strings(v) => v.get(index).cloned(),
+        }
+    }
+
+    fn position(&self, token: &str) -> Option<usize> {
+        match self {
+            ChoiceValues::Ints(v) => {
+                let x: i64 = token.parse().ok()?;
+                v.iter().position(|&y| y == x)
+            }
+            ChoiceValues::Strings(v) => v.iter().position(|y| y == token),
+        }
+    }
+
+    fn write_token(&self, index: usize, out: &mut String) {
+        match self {
+            ChoiceValues::Ints(v) => {
+                if let Some(x) = v.get(index) {
+                    let _ = write!(out, "{x}");
+                }
+            }
+            ChoiceValues::Strings(v) => {
+                if let Some(s) = v.get(index) {
+                    out.push_str(s);
+                }
+            }
+        }
+    }
+}
+
+/// Parameters of a `choice` field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChoiceKind {
+    values: ChoiceValues,
+}
+
+impl ChoiceKind {
+    /// A choice over `values` (checked by the registry's builder).
+    pub(crate) fn new(values: ChoiceValues) -> Self {
+        Self { values }
+    }
+
+    /// The vocabulary, in encoding order.
+    pub fn values(&self) -> &ChoiceValues {
+        &self.values
+    }
+
+    fn vocabulary(&self) -> String {
+        match &self.values {
+            ChoiceValues::Ints(v) => list(v.iter()),
+            ChoiceValues::Strings(v) => list(v.iter()),
+        }
+    }
+}
+
+/// Parameters of a `permutation` field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermutationKind {
+    symbols: Vec<String>,
+}
+
+impl PermutationKind {
+    /// A permutation of `symbols` (checked by the registry's builder).
+    pub(crate) fn new(symbols: Vec<String>) -> Self {
+        Self { symbols }
+    }
+
+    /// The symbols, in encoding order (row order of the one-hot matrix).
+    pub fn symbols(&self) -> &[String] {
+        &self.symbols
+    }
+}
+
+/// Why a field's tokens or value were rejected; the caller adds the field name and index.
+#[derive(Debug)]
+pub(crate) struct Rejection {
+    pub(crate) value: String,
+    pub(crate) reason: String,
+}
+
+/// What every field kind must provide. Implemented by each kind's parameter struct.
+pub(crate) trait KindCodec {
+    /// Name in the schema JSON.
+    fn name(&self) -> &'static str;
+    /// Text tokens per field.
+    fn token_count(&self) -> usize;
+    /// Encoded columns per field.
+    fn width(&self) -> usize;
+    /// Parses exactly `token_count()` tokens.
+    fn parse(&self, tokens: &[&str]) -> Result<FieldValue, Rejection>;
+    /// Checks that `value` is a valid value of this field.
+    fn check(&self, value: &FieldValue) -> Result<(), Rejection>;
+    /// Writes `width()` columns; `value` has passed `check`.
+    fn encode(&self, value: &FieldValue, out: &mut [f32]);
+    /// Appends the field's text tokens, space-separated; `value` has passed `check`.
+    fn write(&self, value: &FieldValue, out: &mut String);
+    /// The kind's parameters as schema JSON (everything except `name` and `kind`).
+    fn params(&self) -> Map<String, Value>;
+}
+
+impl KindCodec for ChoiceKind {
+    fn name(&self) -> &'static str {
+        "choice"
+    }
+
+    fn token_count(&self) -> usize {
+        1
+    }
+
+    fn width(&self) -> usize {
+        1
+    }
+
+    fn parse(&self, tokens: &[&str]) -> Result<FieldValue, Rejection> {
+        let token = tokens.first().copied().unwrap_or_default();
+        self.values
+            .position(token)
+            .map(FieldValue::Choice)
+            .ok_or_else(|| Rejection {
+                value: token.to_owned(),
+                reason: format!("not in vocabulary {}", self.vocabulary()),
+            })
+    }
+
+    fn check(&self, value: &FieldValue) -> Result<(), Rejection> {
+        match value {
+            FieldValue::Choice(i) if *i < self.values.len() => Ok(()),
+            FieldValue::Choice(i) => Err(Rejection {
+                value: format!("index {i}"),
+                reason: format!(
+                    "choice index out of range (vocabulary has {} values)",
+                    self.values.len()
+                ),
+            }),
+            other => Err(wrong_value_kind(other, self.name())),
+        }
+    }
+
+    fn encode(&self, value: &FieldValue, out: &mut [f32]) {
+        if let (FieldValue::Choice(i), Some(slot)) = (value, out.first_mut()) {
+            *slot = *i as f32;
+        }
+    }
+
+    fn write(&self, value: &FieldValue, out: &mut String) {
+        if let FieldValue::Choice(i) = value {
+            self.values.write_token(*i, out);
+        }
+    }
+
+    fn params(&self) -> Map<String, Value> {
+        let values = match &self.values {
+            ChoiceValues::Ints(v) => v.iter().map(|&x| Value::from(x)).collect(),
+            ChoiceValues::Strings(v) => v.iter().map(|s| Value::from(s.as_str())).collect(),
+        };
+        let mut map = Map::new();
+        map.insert("values".into(), Value::Array(values));
+        map
+    }
+}
+
+impl KindCodec for PermutationKind {
+    fn name(&self) -> &'static str {
+        "permutation"
+    }
+
+    fn token_count(&self) -> usize {
+        self.symbols.len()
+    }
+
+    fn width(&self) -> usize {
+        self.symbols.len() * self.symbols.len()
+    }
+
+    fn parse(&self, tokens: &[&str]) -> Result<FieldValue, Rejection> {
+        let n = self.symbols.len();
+        let mut order = Vec::with_capacity(n);
+        for (pos, token) in tokens.iter().enumerate() {
+            match self.symbols.iter().position(|s| s == token) {
+                Some(sym) => order.push(sym),
+                None => {
+                    return Err(Rejection {
+                        value: tokens.join(" "),
+                        reason: format!(
+                            "unknown symbol '{token}' at position {}; expected a permutation of {}",
+                            pos + 1,
+                            list(self.symbols.iter())
+                        ),
+                    })
+                }
+            }
+        }
+        self.check_order(&order).map_err(|reason| Rejection {
+            value: tokens.join(" "),
+            reason,
+        })?;
+        Ok(FieldValue::Permutation(order))
+    }
+
+    fn check(&self, value: &FieldValue) -> Result<(), Rejection> {
+        match value {
+            FieldValue::Permutation(order) => self.check_order(order).map_err(|reason| Rejection {
+                value: format!("{order:?}"),
+                reason,
+            }),
+            other => Err(wrong_value_kind(other, self.name())),
+        }
+    }
+
+    fn encode(&self, value: &FieldValue, out: &mut [f32]) {
+        let n = self.symbols.len();
+        let Some(out) = out.get_mut(..n * n) else {
+            return;
+        };
+        out.fill(0.0);
+        if let FieldValue::Permutation(order) = value {
+            for (pos, &sym) in order.iter().enumerate() {
+                if let Some(slot) = out.get_mut(sym * n + pos) {
+                    *slot = 1.0;
+                }
+            }
+        }
+    }
+
+    fn write(&self, value: &FieldValue, out: &mut String) {
+        if let FieldValue::Permutation(order) = value {
+            for (pos, &sym) in order.iter().enumerate() {
+                if pos > 0 {
+                    out.push(' ');
+                }
+                if let Some(s) = self.symbols.get(sym) {
+                    out.push_str(s);
+                }
+            }
+        }
+    }
+
+    fn params(&self) -> Map<String, Value> {
+        let symbols = self
+            .symbols
+            .iter()
+            .map(|s| Value::from(s.as_str()))
+            .collect();
+        let mut map = Map::new();
+        map.insert("symbols".into(), Value::Array(symbols));
+        map
+    }
+}
+
+impl PermutationKind {
+    /// Checks that `order` uses each symbol index exactly once; the reason names the culprit.
+    fn check_order(&self, order: &[usize]) -> Result<(), String> {
+        let n = self.symbols.len();
+        if order.len() != n {
+            return Err(format!("expected {n} symbols, found {}", order.len()));
+        }
+        let mut first_seen: Vec<Option<usize>> = vec![None; n];
+        for (pos, &sym) in order.iter().enumerate() {
+            let Some(seen) = first_seen.get_mut(sym) else {
+                return Err(format!(
+                    "symbol index {sym} at position {} out of range ({n} symbols)",
+                    pos + 1
+                ));
+            };
+            if let Some(prev) = *seen {
+                let missing: Vec<&String> = (0..n)
+                    .filter(|s| !order.contains(s))
+                    .filter_map(|s| self.symbols.get(s))
+                    .collect();
+                return Err(format!(
+                    "symbol '{}' repeated at positions {} and {}; missing {}",
+                    self.symbols.get(sym).map_or("?", String::as_str),
+                    prev + 1,
+                    pos + 1,
+                    list(missing.iter())
+                ));
+            }
+            *seen = Some(pos);
+        }
+        Ok(())
+    }
+}
+
+fn wrong_value_kind(value: &FieldValue, kind: &str) -> Rejection {
+    Rejection {
+        value: format!("{value:?}"),
+        reason: format!("not a value of a '{kind}' field"),
+    }
+}
+
+/// Formats a vocabulary as `[a, b, c]`, eliding the middle of very long lists.
+fn list<T: std::fmt::Display>(items: impl ExactSizeIterator<Item = T>) -> String {
+    const MAX_SHOWN: usize = 32;
+    let n = items.len();
+    let mut out = String::from("[");
+    for (i, item) in items.enumerate() {
+        if n > MAX_SHOWN && i == MAX_SHOWN - 1 {
+            let _ = write!(out, ", … ({n} values)");
+            break;
+        }
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "{item}");
+    }
+    out.push(']');
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn perm(symbols: &[&str]) -> PermutationKind {
+        PermutationKind::new(symbols.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn choice_ints_match_by_value() {
+        let k = ChoiceKind::new(ChoiceValues::Ints(vec![1, 2, 4]));
+        assert!(matches!(k.parse(&["4"]), Ok(FieldValue::Choice(2))));
+        assert!(matches!(k.parse(&["04"]), Ok(FieldValue::Choice(2))));
+        let err = k.parse(&["3"]).unwrap_err();
+        assert_eq!(err.value, "3");
+        assert_eq!(err.reason, "not in vocabulary [1, 2, 4]");
+        assert!(k.parse(&["i1"]).is_err());
+        let mut s = String::new();
+        k.write(&FieldValue::Choice(1), &mut s);
+        assert_eq!(s, "2");
+    }
+
+    #[test]
+    fn permutation_names_unknown_repeated_and_missing() {
+        let k = perm(&["i1", "i0", "k1", "k0"]);
+        let e = k.parse(&["i1", "x", "k1", "k0"]).unwrap_err();
+        assert_eq!(e.value, "i1 x k1 k0");
+        assert_eq!(
+            e.reason,
+            "unknown symbol 'x' at position 2; expected a permutation of [i1, i0, k1, k0]"
+        );
+        let e = k.parse(&["i1", "k1", "i1", "k0"]).unwrap_err();
+        assert_eq!(
+            e.reason,
+            "symbol 'i1' repeated at positions 1 and 3; missing [i0]"
+        );
+        let e = k.parse(&["k0", "k0", "k0", "k0"]).unwrap_err();
+        assert_eq!(
+            e.reason,
+            "symbol 'k0' repeated at positions 1 and 2; missing [i1, i0, k1]"
+        );
+    }
+
+    #[test]
+    fn permutation_encodes_symbol_by_position() {
+        let k = perm(&["a", "b", "c"]);
+        let v = k.parse(&["c", "a", "b"]).unwrap();
+        assert_eq!(v, FieldValue::Permutation(vec![2, 0, 1]));
+        let mut out = [9.0f32; 9];
+        k.encode(&v, &mut out);
+        // P[c=2, 0] = 1, P[a=0, 1] = 1, P[b=1, 2] = 1, row-major.
+        assert_eq!(out, [0., 1., 0., 0., 0., 1., 1., 0., 0.]);
+        let mut s = String::new();
+        k.write(&v, &mut s);
+        assert_eq!(s, "c a b");
+    }
+
+    #[test]
+    fn check_rejects_foreign_values() {
+        let k = perm(&["a", "b"]);
+        assert!(k.check(&FieldValue::Choice(0)).is_err());
+        assert!(k.check(&FieldValue::Permutation(vec![0, 2])).is_err());
+        assert!(k.check(&FieldValue::Permutation(vec![0])).is_err());
+        assert!(k.check(&FieldValue::Permutation(vec![1, 1])).is_err());
+        assert!(k.check(&FieldValue::Permutation(vec![1, 0])).is_ok());
+        let c = ChoiceKind {
+            values: ChoiceValues::Ints(vec![1, 2]),
+        };
+        assert!(c.check(&FieldValue::Choice(2)).is_err());
+        assert!(c.check(&FieldValue::Permutation(vec![0])).is_err());
+    }
+
+    #[test]
+    fn long_vocabulary_is_elided() {
+        let s = list(0..100);
+        assert!(s.starts_with("[0, 1, 2"), "{s}");
+        assert!(s.ends_with(", … (100 values)]"), "{s}");
+    }
+}

@@ -1,0 +1,95 @@
+//! Shared helpers for the integration tests: backend choice, fixtures, tolerances.
+//!
+//! The same test bodies run on every backend: the default build uses tract; the
+//! `--no-default-features --features onnxruntime` build uses ONNX Runtime from the library
+//! named by `DASHRANK_ORT_LIB` (scripts/test.sh sets it with scripts/ort-lib.sh).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use dashrank::{Backend, LoadOptions, Model};
+use serde_json::Value;
+
+pub fn backend() -> Backend {
+    if cfg!(feature = "tract") {
+        return Backend::Tract;
+    }
+    let lib = std::env::var_os("DASHRANK_ORT_LIB")
+        .expect("DASHRANK_ORT_LIB must name libonnxruntime (run `bash scripts/ort-lib.sh`)");
+    Backend::OnnxRuntime {
+        library: PathBuf::from(lib),
+    }
+}
+
+pub fn options() -> LoadOptions {
+    LoadOptions {
+        backend: backend(),
+        ..LoadOptions::default()
+    }
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn shared() -> PathBuf {
+    repo().join("../shared")
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    repo().join("tests/data/fixtures").join(name)
+}
+
+pub fn load(dir: &Path) -> Model {
+    Model::load(dir, &options()).unwrap_or_else(|e| panic!("loading {}: {e}", dir.display()))
+}
+
+pub fn read_json(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub fn floats(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .expect("array of numbers")
+        .iter()
+        .map(|x| x.as_f64().expect("number") as f32)
+        .collect()
+}
+
+pub fn usizes(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .expect("array of integers")
+        .iter()
+        .map(|x| x.as_u64().expect("integer") as usize)
+        .collect()
+}
+
+/// Asserts |a − b| ≤ atol + rtol·|b| elementwise; returns the largest relative error seen.
+pub fn assert_close(what: &str, got: &[f32], want: &[f32], rtol: f32, atol: f32) -> f32 {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let mut worst = 0.0f32;
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let err = (g - w).abs();
+        assert!(
+            err <= atol + rtol * w.abs(),
+            "{what}[{i}]: got {g}, want {w} (|err| {err} > atol {atol} + rtol {rtol}·|want|)"
+        );
+        worst = worst.max(err / w.abs().max(atol.max(1e-12)));
+    }
+    worst
+}
+
+/// Returns None (and prints why) when ../shared data is absent.
+pub fn shared_or_skip(rel: &str) -> Option<PathBuf> {
+    let p = shared().join(rel);
+    if p.exists() {
+        Some(p)
+    } else {
+        eprintln!(
+            "SKIPPED: {} not found (../shared is not beside the repository)",
+            p.display()
+        );
+        None
+    }
+}

@@ -1,0 +1,125 @@
+//! Parity of the Rust runtime with the numpy reference on the seeded fixture bundles.
+//!
+//! Expected values: `tests/data/fixtures/*/golden.json`, written by
+//! `python -m dashrank_onnx.fixtures --out tests/data` (numpy reference, seed 20240601).
+//! Tolerance: the golden file's `tolerance` (relative 1e-5, absolute 1e-6), on every backend.
+
+mod common;
+
+use common::*;
+use dashrank::{CandidateStatus, CostModel, CsrPattern};
+
+fn check_fixture(name: &str) {
+    let dir = fixture(name);
+    let golden = read_json(&dir.join("golden.json"));
+    let model = load(&dir);
+    let rtol = golden["tolerance"]["rtol"].as_f64().unwrap() as f32;
+    let atol = golden["tolerance"]["atol"].as_f64().unwrap() as f32;
+    let heads = golden["heads"].as_object().unwrap();
+    assert_eq!(model.info().heads.len(), heads.len(), "{name}: head count");
+
+    // Schedule side: statuses, encodings (indirectly) and embeddings.
+    let mut sets = Vec::new();
+    for (head, h) in heads {
+        let schedules = h["schedules"].as_array().unwrap();
+        let lines: Vec<&str> = schedules
+            .iter()
+            .map(|s| s["line"].as_str().unwrap())
+            .collect();
+        let set = model.prepare_candidates(head, &lines).unwrap();
+        for (i, s) in schedules.iter().enumerate() {
+            let valid = s["valid"].as_bool().unwrap();
+            match (&set.statuses()[i], valid) {
+                (CandidateStatus::Valid, true) => {
+                    let emb = set.schedule_embedding(i).unwrap();
+                    assert_close(
+                        &format!("{name} {head} schedule_embedding #{i}"),
+                        &emb,
+                        &floats(&s["schedule_embedding"]),
+                        rtol,
+                        atol,
+                    );
+                }
+                (CandidateStatus::Invalid(e), false) => {
+                    let field = s["error"]["field"].as_str().unwrap_or("");
+                    let text = e.to_string();
+                    assert!(
+                        text.contains(field),
+                        "{name} {head} #{i}: error '{text}' should name field '{field}'"
+                    );
+                }
+                (status, _) => panic!(
+                    "{name} {head} #{i} ('{}'): status {status:?}, golden valid={valid}",
+                    lines[i]
+                ),
+            }
+        }
+        sets.push((head.clone(), set));
+    }
+
+    // Matrix side and scores.
+    for p in golden["patterns"].as_array().unwrap() {
+        let pname = p["name"].as_str().unwrap();
+        let pattern = CsrPattern::new(
+            p["rows"].as_u64().unwrap() as usize,
+            p["cols"].as_u64().unwrap() as usize,
+            usizes(&p["row_ptr"]),
+            usizes(&p["col_idx"])
+                .into_iter()
+                .map(|c| c as u32)
+                .collect(),
+        )
+        .unwrap();
+        let conv = model.conv_features(&pattern).unwrap();
+        assert_close(
+            &format!("{name}/{pname} conv_features"),
+            &conv,
+            &floats(&p["conv_features"]),
+            rtol,
+            atol,
+        );
+        let m = model.embed_matrix(&pattern).unwrap();
+        assert_close(
+            &format!("{name}/{pname} matrix_embedding"),
+            m.values(),
+            &floats(&p["matrix_embedding"]),
+            rtol,
+            atol,
+        );
+        for (head, set) in &sets {
+            let want = p["scores"][head].as_array().unwrap();
+            let mut got = vec![0.0f32; set.len()];
+            model.score_into(&m, set, &mut got).unwrap();
+            for (i, w) in want.iter().enumerate() {
+                match w.as_f64() {
+                    Some(w) => assert_close(
+                        &format!("{name}/{pname} {head} score #{i}"),
+                        &got[i..=i],
+                        &[w as f32],
+                        rtol,
+                        atol,
+                    ),
+                    None => assert!(
+                        got[i].is_nan(),
+                        "{name}/{pname} {head} #{i}: invalid candidate must score NaN"
+                    ),
+                };
+            }
+        }
+    }
+}
+
+#[test]
+fn tiny_waco_spmm_matches_reference() {
+    check_fixture("tiny-waco-spmm");
+}
+
+#[test]
+fn tiny_waco_fp16_matches_reference() {
+    check_fixture("tiny-waco-fp16");
+}
+
+#[test]
+fn tiny_dash_with_max_pooling_and_two_heads_matches_reference() {
+    check_fixture("tiny-dash");
+}
