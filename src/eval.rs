@@ -142,6 +142,188 @@ pub fn top_k_outcome(predicted: &[f64], measured: &[f64], k: usize) -> Option<To
     })
 }
 
+/// Every ranking metric of one matrix: the model's scores against the measured runtimes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RankingMetrics {
+    /// Number of measured candidates compared.
+    pub candidates: usize,
+    /// Kendall's τ-b between predicted and measured order.
+    pub kendall_tau: Option<f64>,
+    /// Spearman's ρ between predicted and measured order.
+    pub spearman_rho: Option<f64>,
+    /// Ordered-pair accuracy.
+    pub pair_accuracy: Option<f64>,
+    /// Outcome of the model's top-1 pick.
+    pub top1: Option<TopKOutcome>,
+    /// Outcome of the best (by measurement) of the model's top 5.
+    pub top5: Option<TopKOutcome>,
+    /// Measured runtime of the default configuration, when it is among the candidates.
+    pub default_ms: Option<f64>,
+    /// `default_ms / top1.chosen_ms` (above 1 means the model's pick beats the default).
+    pub top1_speedup_over_default: Option<f64>,
+    /// `default_ms / top5.chosen_ms`.
+    pub top5_speedup_over_default: Option<f64>,
+}
+
+/// Computes [`RankingMetrics`] from oriented scores (lower = predicted faster, see
+/// [`oriented`]) and measured runtimes; `default` is the index of the default configuration
+/// among them, if it was measured.
+///
+/// # Example
+/// ```
+/// use dashrank::eval::ranking_metrics;
+///
+/// let predicted = [0.1, 0.2, 0.3];
+/// let measured = [2.0, 1.0, 4.0];
+/// let m = ranking_metrics(&predicted, &measured, Some(2));
+/// assert_eq!(m.top1.unwrap().ape_percent, 100.0);
+/// assert_eq!(m.top1_speedup_over_default, Some(2.0));
+/// assert_eq!(m.top5_speedup_over_default, Some(4.0));
+/// ```
+pub fn ranking_metrics(
+    predicted: &[f64],
+    measured: &[f64],
+    default: Option<usize>,
+) -> RankingMetrics {
+    let top1 = top_k_outcome(predicted, measured, 1);
+    let top5 = top_k_outcome(predicted, measured, 5);
+    let default_ms = default.and_then(|i| measured.get(i).copied());
+    let speedup = |o: Option<TopKOutcome>| {
+        default_ms
+            .zip(o)
+            .filter(|(_, o)| o.chosen_ms > 0.0)
+            .map(|(d, o)| d / o.chosen_ms)
+    };
+    RankingMetrics {
+        candidates: predicted.len().min(measured.len()),
+        kendall_tau: kendall_tau_b(predicted, measured),
+        spearman_rho: spearman_rho(predicted, measured),
+        pair_accuracy: ordered_pair_accuracy(predicted, measured),
+        top1,
+        top5,
+        default_ms,
+        top1_speedup_over_default: speedup(top1),
+        top5_speedup_over_default: speedup(top5),
+    }
+}
+
+/// The 1-based predicted rank of each candidate (rank 1 = lowest oriented score), ties broken
+/// by index as in [`top_k_outcome`].
+pub fn predicted_ranks(predicted: &[f64]) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..predicted.len()).collect();
+    idx.sort_by(|&a, &b| predicted[a].total_cmp(&predicted[b]).then(a.cmp(&b)));
+    let mut rank = vec![0; predicted.len()];
+    for (r, &i) in idx.iter().enumerate() {
+        rank[i] = r + 1;
+    }
+    rank
+}
+
+/// Arithmetic mean; `None` for an empty slice.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+/// Median (mean of the two middle values for an even count); `None` for an empty slice.
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    Some(if v.len().is_multiple_of(2) {
+        (v[mid - 1] + v[mid]) / 2.0
+    } else {
+        v[mid]
+    })
+}
+
+/// Reads measured runtimes in CSV form, `schedule,ms` per line (the schedule in the schema's
+/// text format, optionally in double quotes), for targets whose data is not in WACO's
+/// `<tokens> = <ms>` form.
+///
+/// The line is split at its **last** comma, so the schedule may itself contain commas. A first
+/// line whose last field is not a number is a header and is skipped, as are blank lines and
+/// lines starting with `#`. The result has the shape of
+/// [`read_measured_lines`](crate::schedule::read_measured_lines): one entry per data line with
+/// its 1-based line number and the parsed line or its error (whose reason ends with
+/// `(line N)`).
+///
+/// # Errors
+///
+/// Only a failure of `reader` itself ([`ErrorKind::Io`](crate::ErrorKind::Io)).
+///
+/// # Example
+/// ```
+/// use dashrank::eval::read_measured_csv;
+/// use dashrank::schedule::Schema;
+///
+/// let schema = Schema::from_json(r#"{"name": "tiny", "version": 1, "text_format": "waco",
+///   "fields": [{"name": "isplit", "kind": "choice", "values": [1, 2, 4, 8]}]}"#)?;
+/// let csv = "schedule,ms\n4,1.5\n\"8\",2\n3,1\n";
+/// let got = read_measured_csv(csv.as_bytes(), &schema)?;
+/// assert_eq!(got.len(), 3);
+/// assert_eq!(got[0].1.as_ref().unwrap().measured_ms, Some(1.5));
+/// assert_eq!(got[1].0, 3);
+/// assert!(got[2].1.as_ref().unwrap_err().to_string().ends_with("(line 4)"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_measured_csv<R: std::io::BufRead>(
+    reader: R,
+    schema: &crate::schedule::Schema,
+) -> crate::Result<Vec<(usize, crate::Result<crate::schedule::ParsedLine>)>> {
+    use crate::{Error, ErrorKind};
+    let mut out = Vec::new();
+    for (i, line) in reader.lines().enumerate() {
+        let line_no = i + 1;
+        let text = line.map_err(|e| Error::io(None, e))?;
+        let text = if line_no == 1 {
+            text.trim_start_matches('\u{feff}')
+        } else {
+            &text
+        };
+        let trimmed = text.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let at_line = |reason: String| {
+            Error::schedule(None, None, None, format!("{reason} (line {line_no})"))
+        };
+        let Some((schedule, ms)) = trimmed.rsplit_once(',') else {
+            out.push((line_no, Err(at_line("expected 'schedule,ms'".into()))));
+            continue;
+        };
+        let ms = ms.trim();
+        if line_no == 1 && ms.parse::<f64>().is_err() {
+            continue; // header
+        }
+        let schedule = schedule.trim();
+        let schedule = schedule
+            .strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+            .unwrap_or(schedule);
+        let parsed = schema
+            .parse_line(&format!("{schedule} = {ms}"))
+            .map_err(|e| match e.kind() {
+                ErrorKind::Schedule {
+                    field,
+                    value,
+                    reason,
+                    ..
+                } => Error::schedule(
+                    None,
+                    field.clone(),
+                    value.clone(),
+                    format!("{reason} (line {line_no})"),
+                ),
+                _ => e,
+            });
+        out.push((line_no, parsed));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +356,18 @@ mod tests {
         assert_eq!((o.best_ms, o.chosen_ms), (1.0, 3.0));
         assert!((o.ape_percent - 200.0).abs() < 1e-12);
         assert_eq!(top_k_outcome(&pred, &meas, 3).unwrap().ape_percent, 0.0);
+    }
+
+    #[test]
+    fn ranks_and_summaries() {
+        assert_eq!(predicted_ranks(&[0.3, 0.1, 0.3, 0.2]), [3, 1, 4, 2]);
+        assert_eq!(mean(&[1.0, 2.0, 6.0]), Some(3.0));
+        assert_eq!(median(&[6.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!((mean(&[]), median(&[])), (None, None));
+        let m = ranking_metrics(&[0.1, 0.2, 0.3], &[3.0, 2.0, 1.0], None);
+        assert_eq!(m.kendall_tau, Some(-1.0));
+        assert_eq!(m.pair_accuracy, Some(0.0));
+        assert_eq!((m.default_ms, m.top1_speedup_over_default), (None, None));
     }
 }

@@ -108,9 +108,8 @@ fn random_bytes_as_onnx_are_rejected() {
         if p.extension().is_some_and(|e| e == "onnx") {
             let mut bytes = std::fs::read(&p).unwrap();
             if p.file_name().unwrap() == "matrix_embedder.onnx" {
-                // Flip bytes in the middle of the file.
-                let mid = bytes.len() / 2;
-                for b in &mut bytes[mid..mid + 64] {
+                // Flip the first bytes: the protobuf framing itself is broken.
+                for b in &mut bytes[..48] {
                     *b = !*b;
                 }
             }

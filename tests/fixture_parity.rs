@@ -91,19 +91,20 @@ fn check_fixture(name: &str) {
             let mut got = vec![0.0f32; set.len()];
             model.score_into(&m, set, &mut got).unwrap();
             for (i, w) in want.iter().enumerate() {
-                match w.as_f64() {
-                    Some(w) => assert_close(
+                if let Some(w) = w.as_f64() {
+                    assert_close(
                         &format!("{name}/{pname} {head} score #{i}"),
                         &got[i..=i],
                         &[w as f32],
                         rtol,
                         atol,
-                    ),
-                    None => assert!(
+                    );
+                } else {
+                    assert!(
                         got[i].is_nan(),
                         "{name}/{pname} {head} #{i}: invalid candidate must score NaN"
-                    ),
-                };
+                    );
+                }
             }
         }
     }

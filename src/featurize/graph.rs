@@ -47,7 +47,8 @@ struct Step {
 /// `run` returns bit-identical results for any thread count on a given machine. Every
 /// output point of a conv layer is computed by one task, accumulating `in · W[κ]` over
 /// present neighbours in ascending kernel index κ (`κ = i_r + k·i_c`, row offset fastest),
-/// and within one κ over input channels in ascending order; the bias is added last. Tasks
+/// and within one κ over input channels in ascending order, into two partial sums (even
+/// and odd input channels) that are added at the end, then the bias. Tasks
 /// are ranges of whole output rows fixed by the coordinates alone. Global average pooling
 /// sums in `f64` over fixed chunks of points, then over chunks in order. The only
 /// machine-dependent choice is the inner-loop variant: on x86-64 CPUs with AVX2 and FMA the
@@ -207,6 +208,28 @@ impl FeaturizerGraph {
                     producer[slot].clone(),
                     "output is not used by any node nor the graph output",
                 ));
+            }
+        }
+        // Fuse `SparseConv → SparseReLU` when the ReLU is the conv output's only reader.
+        let mut readers = vec![0usize; n_slots];
+        for step in &steps {
+            for &s in &step.inputs {
+                readers[s] += 1;
+            }
+        }
+        let mut producer_step: Vec<Option<usize>> = vec![None; n_slots];
+        for (si, step) in steps.iter().enumerate() {
+            producer_step[step.output] = Some(si);
+        }
+        for j in 0..steps.len() {
+            let s = steps[j].inputs.first().copied();
+            let Some(s) = s else { continue };
+            let fusable = matches!(steps[j].op, Op::Relu) && readers[s] == 1 && s != output_slot;
+            if let (true, Some(i)) = (fusable, producer_step[s]) {
+                if let Op::Conv(conv) = &mut steps[i].op {
+                    conv.relu = true;
+                    steps[j].op = Op::Forward;
+                }
             }
         }
         for (si, step) in steps.iter_mut().enumerate() {

@@ -20,16 +20,30 @@ pub(crate) struct Geometry {
     pub k: usize,
     /// Per-axis offsets `a_i`, ascending; kernel index `κ = i_r + k·i_c`.
     pub offsets: Vec<i64>,
+    /// Distance between consecutive offsets, `d·t` (≥ 1).
+    pub step: u64,
 }
 
 impl Geometry {
     /// Offsets of MinkowskiEngine's `HYPER_CUBE` region: for odd `k`,
     /// `{−⌊k/2⌋, …, ⌊k/2⌋}·d·t`; for even `k`, `{0, …, k−1}·d·t`.
     pub fn new(k: usize, dilation: u64, t_in: u64) -> Self {
-        let step = (dilation * t_in) as i64;
+        let step = dilation * t_in;
         let lo = if k % 2 == 1 { -((k / 2) as i64) } else { 0 };
-        let offsets = (0..k as i64).map(|i| (lo + i) * step).collect();
-        Self { k, offsets }
+        let offsets = (0..k as i64).map(|i| (lo + i) * step as i64).collect();
+        Self { k, offsets, step }
+    }
+
+    /// MinkowskiEngine's pooling *stride map* (used when `kernel_size == stride > 1`): the
+    /// neighbours of an output point `p` at tensor stride `s·t` are the input points of its
+    /// cell, `p + {0, …, s−1}·t` per axis, whatever the dilation.
+    pub fn cell(s: usize, t_in: u64) -> Self {
+        let offsets = (0..s as i64).map(|i| i * t_in as i64).collect();
+        Self {
+            k: s,
+            offsets,
+            step: t_in,
+        }
     }
 
     /// Number of kernel offsets, `k²`.
@@ -59,10 +73,9 @@ pub(crate) fn tasks(out: &Coords) -> Vec<std::ops::Range<usize>> {
 pub(crate) struct Neighbours<'a> {
     input: &'a Coords,
     geom: &'a Geometry,
-    /// Per kernel row: (cursor, end) into the input point range of row `R + a_r`, if present.
-    cursors: Vec<Option<(usize, usize)>>,
-    /// Input point by κ (`u32::MAX` if absent); reset after each point.
-    by_kappa: Vec<u32>,
+    /// Kernel rows whose input row `R + a_r` is present: `(i_r, cursor, end)` into the
+    /// input points of that row.
+    cursors: Vec<(u32, usize, usize)>,
     /// The current point's `(κ, input point)` pairs, κ ascending.
     list: Vec<(u32, u32)>,
 }
@@ -73,8 +86,7 @@ impl<'a> Neighbours<'a> {
         Self {
             input,
             geom,
-            cursors: vec![None; geom.k],
-            by_kappa: vec![u32::MAX; geom.volume()],
+            cursors: Vec::with_capacity(geom.k),
             list: Vec::with_capacity(geom.volume()),
         }
     }
@@ -82,51 +94,71 @@ impl<'a> Neighbours<'a> {
     /// Positions the per-kernel-row cursors for output row coordinate `row`.
     pub fn start_row(&mut self, row: u32) {
         let rows = &self.input.rows;
-        for (cur, &a) in self.cursors.iter_mut().zip(&self.geom.offsets) {
+        self.cursors.clear();
+        for (ir, &a) in self.geom.offsets.iter().enumerate() {
             let target = i64::from(row) + a;
-            *cur = u32::try_from(target)
+            if let Some(i) = u32::try_from(target)
                 .ok()
                 .and_then(|t| rows.binary_search(&t).ok())
-                .map(|i| (self.input.row_start[i], self.input.row_start[i + 1]));
+            {
+                self.cursors.push((
+                    ir as u32,
+                    self.input.row_start[i],
+                    self.input.row_start[i + 1],
+                ));
+            }
         }
     }
 
     /// The `(κ, input point)` pairs of the output point at column `col` of the current row,
     /// κ ascending. Columns must be visited in ascending order within a row.
+    ///
+    /// Per present kernel row, the cursor skips input columns left of the window
+    /// `[col + a_0, col + a_{k−1}]` (amortised over the row), then only the columns inside
+    /// the window are visited; a column `c` there is a neighbour iff `c − col − a_0` is a
+    /// multiple of the offset step `d·t`, with `i_c` the quotient.
+    #[inline]
     pub fn point(&mut self, col: u32) -> &[(u32, u32)] {
-        let k = self.geom.k;
+        let k = self.geom.k as u32;
         let offs = &self.geom.offsets;
+        let step = self.geom.step;
         let cols = &self.input.cols;
         let c = i64::from(col);
-        let first = c + offs[0];
-        let mut any = false;
-        for (ir, cur) in self.cursors.iter_mut().enumerate() {
-            let Some((pos, end)) = cur else { continue };
-            while *pos < *end && i64::from(cols[*pos]) < first {
+        let lo = c + offs[0];
+        let hi = c + offs[offs.len() - 1];
+        self.list.clear();
+        for (ir, pos, end) in self.cursors.iter_mut() {
+            while *pos < *end && i64::from(cols[*pos]) < lo {
                 *pos += 1;
             }
             let mut j = *pos;
-            for (ic, &a) in offs.iter().enumerate() {
-                let target = c + a;
-                while j < *end && i64::from(cols[j]) < target {
-                    j += 1;
-                }
-                if j == *end {
+            while j < *end {
+                let v = i64::from(cols[j]);
+                if v > hi {
                     break;
                 }
-                if i64::from(cols[j]) == target {
-                    self.by_kappa[ir + k * ic] = j as u32;
-                    any = true;
+                let diff = (v - lo) as u64;
+                let ic = if step.is_power_of_two() {
+                    Some(diff >> step.trailing_zeros())
+                } else if diff.is_multiple_of(step) {
+                    Some(diff / step)
+                } else {
+                    None
+                };
+                if let Some(ic) = ic {
+                    // ic < k because v <= hi.
+                    self.list.push((*ir + k * ic as u32, j as u32));
                 }
+                j += 1;
             }
         }
-        self.list.clear();
-        if any {
-            for (kappa, slot) in self.by_kappa.iter_mut().enumerate() {
-                if *slot != u32::MAX {
-                    self.list.push((kappa as u32, *slot));
-                    *slot = u32::MAX;
-                }
+        // Pairs arrive by kernel row; order by κ (a handful of entries: insertion sort).
+        let l = &mut self.list;
+        for i in 1..l.len() {
+            let mut j = i;
+            while j > 0 && l[j - 1].0 > l[j].0 {
+                l.swap(j - 1, j);
+                j -= 1;
             }
         }
         &self.list

@@ -96,6 +96,7 @@ fn kernel_offset_order_is_row_fastest() {
         cout: 1,
         weights: w.clone(),
         bias: None,
+        relu: false,
     };
     let x = sparse_value(3, 3, &[(1, 1), (2, 1)], vec![1.0, 1.0]);
     let y = conv.run("c", &x).expect("runs");
@@ -129,6 +130,7 @@ fn multi_channel_conv() {
         cout: 3,
         weights: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
         bias: Some(vec![0.0, 0.0, 100.0]),
+        relu: false,
     };
     let x = sparse_value(1, 2, &[(0, 0), (0, 1)], vec![1.0, 0.0, 0.5, 2.0]);
     let y = conv.run("c", &x).expect("runs");
@@ -147,6 +149,7 @@ fn strided_conv_merges_output_coordinates() {
         cout: 1,
         weights: vec![1.0; 9],
         bias: None,
+        relu: false,
     };
     let x = sparse_value(4, 4, &[(0, 0), (0, 1), (1, 1), (3, 3)], vec![1.0; 4]);
     let y = conv.run("c", &x).expect("runs");
@@ -171,6 +174,7 @@ fn second_stride2_layer_uses_doubled_offsets() {
         cout: 1,
         weights: (0..9).map(|k| k as f32).collect(),
         bias: None,
+        relu: false,
     };
     let pts = [(0, 0), (0, 2), (0, 4), (2, 0), (2, 2)];
     let x = sparse_value(3, 5, &pts, vec![1.0, 3.0, 5.0, 2.0, 4.0]);
@@ -337,7 +341,7 @@ fn random_pattern(n: usize, per_row: usize, seed: u64) -> CsrPattern {
         let mut row: Vec<u32> = (0..per_row)
             .map(|_| {
                 // Mix of near-diagonal and scattered entries.
-                if rng.next() % 2 == 0 {
+                if rng.next().is_multiple_of(2) {
                     ((r as u64 + rng.next() % 7) % n as u64) as u32
                 } else {
                     (rng.next() % n as u64) as u32
@@ -690,4 +694,55 @@ fn run_argument_errors() {
         .run(&p, &FeaturizeOptions { threads: Some(0) })
         .expect_err("zero threads");
     assert!(matches!(e.kind(), ErrorKind::InvalidArgument { .. }));
+}
+
+#[test]
+fn fused_relu_matches_unfused() {
+    // A: conv → relu → pool (the ReLU is fused into the conv). B: the same plus a tap on
+    // the conv output, which prevents fusion; B's first half must equal A bit for bit.
+    let w: Vec<f32> = (0..25 * 4)
+        .map(|i| ((i * 37 % 11) as f32 - 5.0) / 7.0)
+        .collect();
+    let inits = || {
+        vec![
+            tensor("W", &[25, 1, 4], w.clone()),
+            tensor("b", &[4], vec![0.1, -0.2, 0.3, -0.4]),
+        ]
+    };
+    let conv = || {
+        node(
+            "c",
+            "SparseConv",
+            &["pattern", "W", "b"],
+            &[("kernel_size", 5)],
+        )
+    };
+    let a = graph(
+        vec![
+            conv(),
+            node("r", "SparseReLU", &["c"], &[]),
+            node("p", "SparseGlobalAvgPool", &["r"], &[]),
+        ],
+        "p",
+        inits(),
+    );
+    let b = graph(
+        vec![
+            conv(),
+            node("r", "SparseReLU", &["c"], &[]),
+            node("p", "SparseGlobalAvgPool", &["r"], &[]),
+            node("pc", "SparseGlobalAvgPool", &["c"], &[]),
+            node("cat", "Concat", &["p", "pc"], &[("axis", 1)]),
+        ],
+        "cat",
+        inits(),
+    );
+    let p = random_pattern(60, 5, 11);
+    let (ra, rb) = (run1(&a, &p), run1(&b, &p));
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&ra), bits(&rb[..4]));
+    assert!(
+        rb[4..].iter().any(|&v| v < 0.0),
+        "unfused tap keeps negatives: {rb:?}"
+    );
 }

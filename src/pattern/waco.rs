@@ -49,9 +49,9 @@ impl CsrPattern {
                 bytes.len()
             )));
         }
-        if bytes.len() % 4 != 0 {
+        if !bytes.len().is_multiple_of(4) {
             return Err(err(format!(
-                "length {} bytes is not a multiple of 4",
+                "truncated or corrupt file: length {} bytes is not a multiple of 4",
                 bytes.len()
             )));
         }

@@ -23,6 +23,8 @@ pub(crate) struct ConvArgs<'a> {
     pub weights: &'a [f32],
     pub bias: Option<&'a [f32]>,
     pub cout: usize,
+    /// Clamp the output at 0 (fused ReLU).
+    pub relu: bool,
 }
 
 /// Whether the AVX2+FMA variant is usable on this CPU.
@@ -72,6 +74,13 @@ fn conv_task_impl<const FMA: bool>(args: &ConvArgs<'_>, rows: Range<usize>, dst:
                     *a += *b;
                 }
             }
+            if args.relu {
+                for a in acc.iter_mut() {
+                    if *a < 0.0 {
+                        *a = 0.0;
+                    }
+                }
+            }
         }
     }
 }
@@ -91,6 +100,14 @@ fn accumulate<const FMA: bool>(acc: &mut [f32], list: &[(u32, u32)], a: &ConvArg
     let cout = a.cout;
     let mut j0 = 0;
     while j0 + 32 <= cout {
+        #[cfg(target_arch = "x86_64")]
+        if FMA {
+            // SAFETY: `FMA = true` is instantiated only inside `conv_task_avx2`, which runs
+            // after `has_avx2_fma()` returned true.
+            unsafe { block32_avx2(&mut acc[j0..j0 + 32], list, a, j0) };
+            j0 += 32;
+            continue;
+        }
         block::<32, FMA>(&mut acc[j0..j0 + 32], list, a, j0);
         j0 += 32;
     }
@@ -104,6 +121,9 @@ fn accumulate<const FMA: bool>(acc: &mut [f32], list: &[(u32, u32)], a: &ConvArg
     }
 }
 
+/// One block of `B` output channels. Products are summed into two partial sums, one over
+/// even and one over odd input channels (each in κ-then-channel order), which are added
+/// once at the end; two independent chains keep the FMA units busy.
 #[inline(always)]
 fn block<const B: usize, const FMA: bool>(
     dst: &mut [f32],
@@ -112,18 +132,90 @@ fn block<const B: usize, const FMA: bool>(
     j0: usize,
 ) {
     let (cin, cout) = (a.cin, a.cout);
-    let mut acc = [0.0f32; B];
+    let mut even = [0.0f32; B];
+    let mut odd = [0.0f32; B];
     for &(kappa, idx) in list {
         let x = &a.in_feats[idx as usize * cin..][..cin];
         let wk = &a.weights[kappa as usize * cin * cout..][..cin * cout];
-        for (ci, &xv) in x.iter().enumerate() {
-            let wr = &wk[ci * cout + j0..][..B];
+        let mut pairs = x.chunks_exact(2);
+        let mut ci = 0;
+        for xs in &mut pairs {
+            let w0 = &wk[ci * cout + j0..][..B];
+            let w1 = &wk[(ci + 1) * cout + j0..][..B];
             for j in 0..B {
-                acc[j] = madd::<FMA>(xv, wr[j], acc[j]);
+                even[j] = madd::<FMA>(xs[0], w0[j], even[j]);
+                odd[j] = madd::<FMA>(xs[1], w1[j], odd[j]);
+            }
+            ci += 2;
+        }
+        if let [xv] = pairs.remainder() {
+            let w0 = &wk[ci * cout + j0..][..B];
+            for j in 0..B {
+                even[j] = madd::<FMA>(*xv, w0[j], even[j]);
             }
         }
     }
-    dst.copy_from_slice(&acc);
+    for j in 0..B {
+        dst[j] = even[j] + odd[j];
+    }
+}
+
+/// [`block`]`::<32, true>` written with AVX2 intrinsics so the 8 accumulators stay in
+/// registers (the array form gets spilled). Same operations in the same order.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn block32_avx2(dst: &mut [f32], list: &[(u32, u32)], a: &ConvArgs<'_>, j0: usize) {
+    use std::arch::x86_64::{
+        __m256, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_setzero_ps,
+        _mm256_storeu_ps,
+    };
+    #[inline(always)]
+    fn load(w: &[f32; 32], i: usize) -> __m256 {
+        debug_assert!(i < 4);
+        // SAFETY: `w` has 32 elements and `8 * i + 8 <= 32` for i < 4; unaligned load.
+        unsafe { _mm256_loadu_ps(w.as_ptr().add(8 * (i & 3))) }
+    }
+    let (cin, cout) = (a.cin, a.cout);
+    let mut e = [_mm256_setzero_ps(); 4];
+    let mut o = [_mm256_setzero_ps(); 4];
+    for &(kappa, idx) in list {
+        let x = &a.in_feats[idx as usize * cin..][..cin];
+        let wk = &a.weights[kappa as usize * cin * cout..][..cin * cout];
+        let mut ci = 0;
+        while ci + 2 <= cin {
+            let (Ok(w0), Ok(w1)) = (
+                <&[f32; 32]>::try_from(&wk[ci * cout + j0..][..32]),
+                <&[f32; 32]>::try_from(&wk[(ci + 1) * cout + j0..][..32]),
+            ) else {
+                unreachable!("slices of length 32")
+            };
+            let (x0, x1) = (_mm256_set1_ps(x[ci]), _mm256_set1_ps(x[ci + 1]));
+            e[0] = _mm256_fmadd_ps(x0, load(w0, 0), e[0]);
+            e[1] = _mm256_fmadd_ps(x0, load(w0, 1), e[1]);
+            e[2] = _mm256_fmadd_ps(x0, load(w0, 2), e[2]);
+            e[3] = _mm256_fmadd_ps(x0, load(w0, 3), e[3]);
+            o[0] = _mm256_fmadd_ps(x1, load(w1, 0), o[0]);
+            o[1] = _mm256_fmadd_ps(x1, load(w1, 1), o[1]);
+            o[2] = _mm256_fmadd_ps(x1, load(w1, 2), o[2]);
+            o[3] = _mm256_fmadd_ps(x1, load(w1, 3), o[3]);
+            ci += 2;
+        }
+        if ci < cin {
+            let Ok(w0) = <&[f32; 32]>::try_from(&wk[ci * cout + j0..][..32]) else {
+                unreachable!("slice of length 32")
+            };
+            let x0 = _mm256_set1_ps(x[ci]);
+            for (i, acc) in e.iter_mut().enumerate() {
+                *acc = _mm256_fmadd_ps(x0, load(w0, i), *acc);
+            }
+        }
+    }
+    let dst = &mut dst[..32];
+    for i in 0..4 {
+        let v = _mm256_add_ps(e[i], o[i]);
+        // SAFETY: `dst` has 32 elements and `8 * i + 8 <= 32`; unaligned store.
+        unsafe { _mm256_storeu_ps(dst.as_mut_ptr().add(8 * i), v) };
+    }
 }
 
 /// Computes max pooling of output rows `rows` into `dst`: per channel, the max over the

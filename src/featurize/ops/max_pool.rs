@@ -26,9 +26,26 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
     let (k, s, d) = window_attrs(ctx)?;
     let (x, channels, t_in) = ctx.sparse_value(0)?;
     let t_out = out_stride(ctx, t_in, s)?;
+    let geom = if s > 1 && k as u64 == s {
+        // MinkowskiEngine pools each input point into its own strided cell here.
+        Geometry::cell(k, t_in)
+    } else {
+        let half = (k / 2) as u64;
+        let covers_cell = if k % 2 == 1 {
+            half + 1 >= s
+        } else {
+            k as u64 >= s
+        };
+        if !covers_cell {
+            return Err(ctx.err(format!(
+                "kernel_size {k} with stride {s} leaves output points without neighbours (need an odd kernel with kernel_size/2 >= stride-1, an even kernel >= stride, or kernel_size == stride)"
+            )));
+        }
+        Geometry::new(k, d, t_in)
+    };
     Ok(Built {
         op: Op::MaxPool(MaxPool {
-            geom: Geometry::new(k, d, t_in),
+            geom,
             stride: s,
             t_out,
         }),
@@ -42,8 +59,8 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
 }
 
 impl MaxPool {
-    /// Runs the layer. An output point with no neighbour in its window (possible only when
-    /// the window is smaller than the stride) gets 0 in every channel.
+    /// Runs the layer. Every output point has a neighbour: configurations where it could
+    /// lack one are rejected when the graph is built.
     pub fn run(&self, _node: &str, x: &SparseValue) -> Result<SparseValue> {
         let coords = if self.stride == 1 {
             Arc::clone(&x.coords)

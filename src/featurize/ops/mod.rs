@@ -82,6 +82,8 @@ pub(crate) enum Op {
     AvgPool,
     /// `Concat` along axis 1.
     Concat,
+    /// Passes its input through (a `SparseReLU` fused into the conv before it).
+    Forward,
 }
 
 /// What a builder sees: the node, its display name, the graph's initializers and the types
@@ -132,12 +134,16 @@ impl Op {
             Op::MaxPool(m) => m.run(node, sparse(node, inputs, 0)?).map(Value::Sparse),
             Op::AvgPool => Ok(Value::Dense(avg_pool::run(sparse(node, inputs, 0)?))),
             Op::Concat => concat::run(node, inputs),
+            Op::Forward => match owned {
+                Some(v) => Ok(v),
+                None => Ok(Value::Sparse(sparse(node, inputs, 0)?.clone())),
+            },
         }
     }
 
     /// Whether the op can reuse its first input's storage.
     pub fn in_place(&self) -> bool {
-        matches!(self, Op::Relu)
+        matches!(self, Op::Relu | Op::Forward)
     }
 }
 

@@ -26,6 +26,9 @@ pub(crate) struct SparseConv {
     pub weights: Vec<f32>,
     /// `[cout]`.
     pub bias: Option<Vec<f32>>,
+    /// Apply ReLU to the output (set when the graph's only reader of this conv is a
+    /// `SparseReLU`, which is then fused away).
+    pub relu: bool,
 }
 
 /// Builds a `SparseConv` node: inputs `x` (sparse), `W` `[k², Cin, Cout]`, optional bias
@@ -67,6 +70,7 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
             cout,
             weights: w.data.clone(),
             bias,
+            relu: false,
         }),
         value_inputs: vec![x],
         initializers: inits,
@@ -95,6 +99,7 @@ impl SparseConv {
             weights: &self.weights,
             bias: self.bias.as_deref(),
             cout: self.cout,
+            relu: self.relu,
         };
         let tasks = tasks(&coords);
         let blocks = split_by_tasks(&mut feats, &coords, &tasks, self.cout);

@@ -8,6 +8,20 @@ use crate::error::{Error, ErrorKind, Result};
 /// The backend `ort` was initialised with in this process, if any.
 static ACTIVE: Mutex<Option<Backend>> = Mutex::new(None);
 
+/// The process-wide ort environment, created with the backend.
+#[cfg(any(feature = "tract", feature = "onnxruntime"))]
+static ENVIRONMENT: std::sync::OnceLock<ort::environment::Environment> = std::sync::OnceLock::new();
+
+#[cfg(any(feature = "tract", feature = "onnxruntime"))]
+fn store_environment(builder: ort::environment::EnvironmentBuilder, backend: &str) -> Result<()> {
+    let env = builder
+        .with_name("dashrank")
+        .build()
+        .map_err(|e| unavailable(backend, &format!("creating the ort environment: {e}")))?;
+    let _ = ENVIRONMENT.set(env);
+    Ok(())
+}
+
 /// Initialises `backend` for this process, or checks it matches the one already active.
 fn ensure_backend(backend: &Backend) -> Result<()> {
     let mut active = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
@@ -33,7 +47,7 @@ fn ensure_backend(backend: &Backend) -> Result<()> {
 #[cfg(feature = "tract")]
 fn init_tract() -> Result<()> {
     if ort::set_api(ort_tract::api()) {
-        Ok(())
+        store_environment(ort::init(), "tract")
     } else {
         Err(unavailable(
             "tract",
@@ -52,8 +66,6 @@ fn init_tract() -> Result<()> {
 
 #[cfg(feature = "onnxruntime")]
 fn init_onnxruntime(library: &std::path::Path) -> Result<()> {
-    use std::sync::OnceLock;
-    static ENV: OnceLock<ort::environment::Environment> = OnceLock::new();
     if !library.is_file() {
         return Err(unavailable(
             "onnxruntime",
@@ -66,12 +78,7 @@ fn init_onnxruntime(library: &std::path::Path) -> Result<()> {
             &format!("loading {}: {e}", library.display()),
         )
     })?;
-    let env = builder
-        .with_name("dashrank")
-        .build()
-        .map_err(|e| unavailable("onnxruntime", &e.to_string()))?;
-    let _ = ENV.set(env);
-    Ok(())
+    store_environment(builder, "onnxruntime")
 }
 
 #[cfg(not(feature = "onnxruntime"))]
@@ -108,7 +115,13 @@ pub(crate) fn build_graph(
     ensure_backend(backend)?;
     #[cfg(any(feature = "tract", feature = "onnxruntime"))]
     {
-        let graph = super::ort_graph::OrtGraph::new(name, bytes, output, intra_threads)?;
+        let env = ENVIRONMENT.get().ok_or_else(|| {
+            unavailable(
+                backend.name(),
+                "ort environment missing after initialisation",
+            )
+        })?;
+        let graph = super::ort_graph::OrtGraph::new(env, name, bytes, output, intra_threads)?;
         Ok(Box::new(graph))
     }
     #[cfg(not(any(feature = "tract", feature = "onnxruntime")))]

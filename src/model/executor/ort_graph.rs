@@ -15,6 +15,7 @@ use super::DenseGraph;
 use crate::error::{Error, Result};
 
 pub(crate) struct OrtGraph {
+    env: ort::environment::Environment,
     name: String,
     bytes: Vec<u8>,
     output: String,
@@ -33,12 +34,14 @@ impl std::fmt::Debug for OrtGraph {
 
 impl OrtGraph {
     pub(crate) fn new(
+        env: &ort::environment::Environment,
         name: &str,
         bytes: &[u8],
         output: &str,
         intra_threads: Option<usize>,
     ) -> Result<Self> {
         let graph = Self {
+            env: env.clone(),
             name: name.to_string(),
             bytes: bytes.to_vec(),
             output: output.to_string(),
@@ -56,7 +59,7 @@ impl OrtGraph {
     }
 
     fn new_session(&self) -> Result<Session> {
-        let mut builder = Session::builder().map_err(|e| self.err(e))?;
+        let mut builder = Session::builder(&self.env).map_err(|e| self.err(e))?;
         if let Some(n) = self.intra_threads {
             builder = builder.with_intra_threads(n).map_err(|e| self.err(e))?;
         }
@@ -84,18 +87,14 @@ impl OrtGraph {
 impl DenseGraph for OrtGraph {
     fn run(&self, inputs: &[(&str, ArrayView2<'_, f32>)]) -> Result<Array2<f32>> {
         let mut session = self.take()?;
+        let arrays: Vec<_> = inputs.iter().map(|(_, v)| v.as_standard_layout()).collect();
         let result = (|| {
             let mut values: Vec<(Cow<'_, str>, SessionInputValue<'_>)> =
                 Vec::with_capacity(inputs.len());
-            for (name, view) in inputs {
-                let contiguous = view.as_standard_layout();
-                let tensor = TensorRef::from_array_view(contiguous.view())
-                    .map_err(|e| self.err(format!("input '{name}': {e}")))?
-                    .to_owned();
-                values.push((
-                    Cow::Owned((*name).to_string()),
-                    SessionInputValue::from(tensor),
-                ));
+            for ((name, _), array) in inputs.iter().zip(&arrays) {
+                let tensor = TensorRef::from_array_view(array.view())
+                    .map_err(|e| self.err(format!("input '{name}': {e}")))?;
+                values.push((Cow::Borrowed(*name), SessionInputValue::from(tensor)));
             }
             let outputs = session.run(values).map_err(|e| self.err(e))?;
             let value = outputs

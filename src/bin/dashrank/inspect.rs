@@ -1,0 +1,169 @@
+//! `dashrank inspect`: model metadata, heads and schemas; `--check` runs the model once.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use dashrank::schedule::{FieldKind, FieldValue, Schema};
+use dashrank::{CostModel, CsrPattern, Model};
+
+use crate::flags::InspectArgs;
+use crate::load_model;
+
+pub fn run(args: &InspectArgs) -> Result<ExitCode> {
+    let model = load_model(&args.model)?;
+    let info = model.info();
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "family:            {}", info.family)?;
+    writeln!(out, "model name:        {}", info.model_name)?;
+    writeln!(out, "format version:    {}", info.format_version)?;
+    writeln!(out, "backend:           {}", info.backend)?;
+    writeln!(out, "featurizer output: {}", info.featurizer_dim)?;
+    writeln!(out, "matrix embedding:  {}", info.matrix_embedding_dim)?;
+    let n = &info.shape_normalization;
+    writeln!(out, "shape normalization ({}):", n.source)?;
+    for ((f, m), s) in n.features.iter().zip(&n.mean).zip(&n.std) {
+        writeln!(out, "  {f:?}: mean {m}, std {s}")?;
+    }
+    writeln!(out, "content hash:      {:016x}", info.content_hash)?;
+    let heads: Vec<_> = match &args.model.head {
+        Some(name) => vec![crate::pick_head(&model, Some(name))?],
+        None => info.heads.iter().map(|h| h.name.clone()).collect(),
+    };
+    for name in &heads {
+        let h = info.head(name).context("head vanished")?;
+        writeln!(
+            out,
+            "head {}: kernel {}, target {}, {}, schema '{}' ({} columns), schedule embedding {}",
+            h.name,
+            h.kernel,
+            h.target,
+            h.polarity,
+            h.schema_name,
+            h.schedule_width,
+            h.schedule_embedding_dim
+        )?;
+        if !h.score_meaning.is_empty() {
+            writeln!(out, "  score: {}", h.score_meaning)?;
+        }
+        writeln!(out, "  schema: {}", model.schema(&h.name)?.to_json())?;
+    }
+    if !args.check {
+        return Ok(ExitCode::SUCCESS);
+    }
+    match check(&model, &heads) {
+        Ok(lines) => {
+            for line in lines {
+                writeln!(out, "check: {line}")?;
+            }
+            writeln!(out, "check: OK")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            writeln!(out, "check: FAILED: {e:#}")?;
+            out.flush()?;
+            eprintln!("error: model check failed: {e:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// Embeds a small synthetic matrix and scores a few schedules built from each head's schema;
+/// returns one line of findings per step.
+fn check(model: &Model, heads: &[String]) -> Result<Vec<String>> {
+    let pattern = synthetic_pattern()?;
+    let embedding = model
+        .embed_matrix(&pattern)
+        .context("embedding a 64 x 64 synthetic matrix")?;
+    let mut found = vec![format!(
+        "embedded a {} x {} synthetic matrix ({} nonzeros)",
+        pattern.nrows(),
+        pattern.ncols(),
+        pattern.nnz()
+    )];
+    for head in heads {
+        let schema = model.schema(head)?;
+        let lines = synthetic_schedules(schema, 4)
+            .with_context(|| format!("building schedules from the schema of head {head}"))?;
+        let set = model
+            .prepare_candidates(head, &lines)
+            .with_context(|| format!("embedding schedules for head {head}"))?;
+        if let Some((i, dashrank::CandidateStatus::Invalid(e))) = set
+            .statuses()
+            .iter()
+            .enumerate()
+            .find(|(_, s)| !s.is_valid())
+        {
+            anyhow::bail!(
+                "head {head}: synthetic schedule '{}' rejected: {e}",
+                lines[i]
+            );
+        }
+        let mut scores = vec![0.0f32; set.len()];
+        model
+            .score_into(&embedding, &set, &mut scores)
+            .with_context(|| format!("scoring head {head}"))?;
+        if let Some(bad) = scores.iter().find(|s| !s.is_finite()) {
+            anyhow::bail!("head {head}: a synthetic schedule scored {bad} (not finite)");
+        }
+        let (lo, hi) = scores
+            .iter()
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &s| {
+                (lo.min(s), hi.max(s))
+            });
+        found.push(format!(
+            "head {head}: {} schedules scored, scores in [{lo:.5}, {hi:.5}]",
+            scores.len()
+        ));
+    }
+    Ok(found)
+}
+
+/// A 64 × 64 banded pattern (diagonal and two off-diagonals, plus one dense row).
+fn synthetic_pattern() -> Result<CsrPattern> {
+    let n = 64usize;
+    let mut row_ptr = vec![0usize];
+    let mut col_idx = Vec::new();
+    for r in 0..n {
+        let cols: Vec<u32> = if r == n / 2 {
+            (0..n as u32).collect()
+        } else {
+            [r.wrapping_sub(1), r, r + 1]
+                .into_iter()
+                .filter(|&c| c < n)
+                .map(|c| c as u32)
+                .collect()
+        };
+        col_idx.extend(cols);
+        row_ptr.push(col_idx.len());
+    }
+    Ok(CsrPattern::new(n, n, row_ptr, col_idx)?)
+}
+
+/// `count` schedules that are valid for `schema`: schedule `i` takes value `i mod len` of each
+/// choice and the identity loop order rotated by `i`.
+fn synthetic_schedules(schema: &Schema, count: usize) -> Result<Vec<String>> {
+    (0..count)
+        .map(|i| {
+            let values = schema
+                .fields()
+                .iter()
+                .map(|f| match f.kind() {
+                    FieldKind::Choice(c) => Ok(FieldValue::Choice(i % c.values().len().max(1))),
+                    FieldKind::Permutation(p) => {
+                        let n = p.symbols().len();
+                        Ok(FieldValue::Permutation(
+                            (0..n).map(|k| (k + i) % n).collect(),
+                        ))
+                    }
+                    other => anyhow::bail!(
+                        "field '{}' has kind '{}', which the check cannot generate",
+                        f.name(),
+                        other.name()
+                    ),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(schema.format(&schema.schedule_from_values(values)?))
+        })
+        .collect()
+}
