@@ -19,9 +19,9 @@ fi
 
 # Convert the real WACO checkpoints (skipped with a message when ../shared is absent).
 if [ -d "$SHARED/data/waco/weights" ]; then
-  for kernel in spmm sddmm spmv; do
-    upper=$(echo "$kernel" | tr a-z A-Z)
-    ckpt="$SHARED/data/waco/weights/$upper/resnet.pth"
+  for pair in spmm:SpMM sddmm:SDDMM spmv:SpMV; do
+    kernel=${pair%%:*}
+    ckpt="$SHARED/data/waco/weights/${pair##*:}/resnet.pth"
     out="models/waco-$kernel"
     if [ ! -f "$out/.converted" ] || [ "$ckpt" -nt "$out/.converted" ] \
        || [ -n "$(find onnx/dashrank_onnx -newer "$out/.converted" -name '*.py' 2>/dev/null)" ]; then

@@ -17,8 +17,9 @@ echo "== Python exporter tests"
 echo "== reference outputs of the real WACO models (numpy oracle)"
 mkdir -p target/golden
 if [ -d "$SHARED/data/waco/matrices" ]; then
-  for kernel in spmm sddmm spmv; do
-    upper=$(echo "$kernel" | tr a-z A-Z)
+  for pair in spmm:SpMM sddmm:SDDMM spmv:SpMV; do
+    kernel=${pair%%:*}
+    upper=${pair##*:}
     out="target/golden/waco-$kernel.json"
     if [ ! -f "$out" ] || [ "models/waco-$kernel/.converted" -nt "$out" ]; then
       sched="$SHARED/data/waco/collected/$upper"

@@ -146,7 +146,7 @@ mod tests {
         );
         assert_eq!(
             reason(&[0u8; 13]),
-            "WACO .csr: length 13 bytes is not a multiple of 4"
+            "WACO .csr: truncated or corrupt file: length 13 bytes is not a multiple of 4"
         );
         assert_eq!(
             reason(&words(&[-1, 2, 0])),
