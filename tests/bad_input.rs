@@ -212,3 +212,23 @@ fn backend_mismatch_in_one_process_is_an_error() {
         "{e:?}"
     );
 }
+
+#[test]
+fn schema_width_disagreeing_with_the_graph_is_rejected() {
+    let e = load_err("schedule-width-mismatch");
+    let text = e.to_string();
+    assert!(text.contains("46") && text.contains("45"), "should give both widths: {text}");
+}
+
+#[test]
+fn unknown_kernel_lists_the_known_ones() {
+    let e = load_err("unknown-kernel");
+    let text = e.to_string();
+    assert!(text.contains("spgemm") && text.contains("sddmm"), "{text}");
+}
+
+#[test]
+fn head_without_predictor_is_rejected() {
+    let e = load_err("missing-predictor");
+    assert!(e.to_string().contains("no predictor"), "{e}");
+}

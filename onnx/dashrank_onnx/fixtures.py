@@ -323,6 +323,16 @@ def write_bad(model: Model, out: Path) -> List[str]:
     variant("malformed-schema-json", se_name,
             lambda m: _set_meta(m, "dashrank.schedule_schema", '{"name": "x", "fields": [{"name": "isplit", "kind": '))
 
+    def drop_schema_field(m):
+        schema = json.loads(next(p.value for p in m.metadata_props if p.key == "dashrank.schedule_schema"))
+        schema["fields"] = [f for f in schema["fields"] if f["name"] != "parchunk"]
+        _set_meta(m, "dashrank.schedule_schema", json.dumps(schema))
+    variant("schedule-width-mismatch", se_name, drop_schema_field)
+    variant("unknown-kernel", se_name, lambda m: _set_meta(m, "dashrank.kernel", "spgemm"))
+    pr_name = next(f for f in base if f.endswith(".predictor.onnx"))
+    variant("missing-predictor", pr_name, lambda m: None)
+    (out / "missing-predictor" / pr_name).unlink()
+
     # pattern files
     good = validate_csr(4, 5, [0, 2, 3, 3, 5], [0, 4, 2, 1, 3])
     write_csr(out / "good-small.csr", good)
@@ -378,7 +388,9 @@ Each entry is broken in exactly the way its name says (bundles are copies of
 `dashrank.role`), `missing-weight-initializer/` (`layer2.weight` removed),
 `conv-weight-shape-mismatch/` (`layer2.weight` is [9, 3, 4] while 4 channels flow in),
 `nan-weight/` (`layer1.weight[3]` is NaN), `unknown-featurizer-op/` (`SparseGELU`),
-`truncated-onnx/` (featurizer file cut in half), `malformed-schema-json/` (schema JSON cut off);
+`truncated-onnx/` (featurizer file cut in half), `malformed-schema-json/` (schema JSON cut off),
+`schedule-width-mismatch/` (schema lacks `parchunk`: 45 columns for a 46-wide graph input),
+`unknown-kernel/` (`dashrank.kernel` = `spgemm`), `missing-predictor/` (head has no predictor file);
 `good-small.csr` (a valid 4×5 pattern, for contrast), `truncated.csr`, `column-out-of-range.csr`
 (a column index equal to `cols`), `row-ptr-not-monotone.csr`, `malformed.mtx` (non-numeric entry,
 fewer entries than declared).
