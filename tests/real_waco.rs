@@ -94,7 +94,7 @@ fn parity(kernel: &str) {
         }
     }
     println!(
-        "waco-{kernel}: 11 matrices, worst relative error conv {:.2e}, embedding {:.2e}, score {:.2e}",
+        "| waco-{kernel} | 11 | {:.1e} | {:.1e} | {:.1e} |",
         worst[0], worst[1], worst[2]
     );
 }
