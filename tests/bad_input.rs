@@ -217,7 +217,10 @@ fn backend_mismatch_in_one_process_is_an_error() {
 fn schema_width_disagreeing_with_the_graph_is_rejected() {
     let e = load_err("schedule-width-mismatch");
     let text = e.to_string();
-    assert!(text.contains("46") && text.contains("45"), "should give both widths: {text}");
+    assert!(
+        text.contains("46") && text.contains("45"),
+        "should give both widths: {text}"
+    );
 }
 
 #[test]

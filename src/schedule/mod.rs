@@ -21,6 +21,7 @@ mod kind;
 mod parse;
 mod registry;
 mod schema;
+pub mod space;
 mod waco;
 
 #[cfg(test)]

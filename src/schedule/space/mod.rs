@@ -1,0 +1,262 @@
+//! Schedule spaces as data: what each *toolchain* accepts, independent of any model.
+//!
+//! A schedule space enumerates the configurations a target toolchain can run for one matrix,
+//! names the toolchain's default configuration, validates a configuration against a matrix
+//! shape, and prints each configuration as the text line a model's schema parses
+//! ([`Schema::parse_line`](crate::schedule::Schema::parse_line)). Model facts (vocabularies,
+//! embedding layouts) stay in the model bundle; a space only says what the toolchain accepts.
+//!
+//! | target | module | configuration | space size |
+//! |---|---|---|---|
+//! | CPU / TACO (WACO SuperSchedules) | [`taco`] | [`SuperSchedule`] ↔ [`TacoSchedule`] | parameterised, see [`TacoSpace`] |
+//! | SPADE accelerator | [`spade`] | [`SpadeConfig`] | 256 (COGNATE §4) |
+//! | GPU / SparseTIR | [`sparsetir`] | [`GpuConfig`] | 288 per kernel (COGNATE: "~300") |
+//! | unified (COGNATE φ/π) | [`cognate`] | [`Unified`] | — (a mapping, not a space) |
+//!
+//! The ranking flow this is designed for: `space.candidates(&shape)` enumerates the whole
+//! space for a matrix, injects the default configuration (so speedups over the toolchain
+//! default can always be reported), marks each candidate's status (valid / duplicate /
+//! invalid) **per candidate**, and yields the lines to feed to `Model::prepare_candidates`.
+//! [`Mapped`] wraps a space so its lines are COGNATE's unified form instead.
+//!
+//! Evidence: `/work/shared/design/seed-digest.md` §1–§2, the COGNATE paper (seed 001, §3.2,
+//! §4 "Program Configuration Search Space", appendix E), DASH (seed 000 §3.3), WACO's public
+//! artifact (`nullplay/Workload-Aware-Co-Optimization`) and SparseTIR's examples
+//! (`uwsampl/SparseTIR` `examples/spmm/bench_spmm_naive.py`, `examples/sddmm/bench_sddmm.py`).
+
+pub mod cognate;
+pub mod spade;
+pub mod sparsetir;
+pub mod taco;
+mod taco_cmd;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;
+
+pub use cognate::{Mapped, ToUnified, Unified};
+pub use spade::{ColumnPanels, SpadeConfig, SpadeRow, SpadeSpace};
+pub use sparsetir::{GpuConfig, GpuLoopOrder, SparseTirSpace};
+pub use taco::{CpuKernel, LevelFormat, SuperSchedule, TacoSpace};
+pub use taco_cmd::{OutputRaceStrategy, ParallelUnit, SplitFormat, TacoCommand, TacoSchedule};
+
+use crate::error::{Error, Result};
+
+/// A kernel supported by the COGNATE targets (SPADE, SparseTIR).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kernel {
+    /// Sparse × dense matrix multiplication.
+    SpMM,
+    /// Sampled dense-dense matrix multiplication.
+    SDDMM,
+}
+
+impl Kernel {
+    /// Lower-case name (`spmm`, `sddmm`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::SpMM => "spmm",
+            Kernel::SDDMM => "sddmm",
+        }
+    }
+}
+
+/// The shape of the input matrix a space is instantiated for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MatrixShape {
+    /// Number of rows.
+    pub rows: usize,
+    /// Number of columns.
+    pub cols: usize,
+    /// Number of stored nonzeros.
+    pub nnz: usize,
+}
+
+impl MatrixShape {
+    /// A shape from its three numbers.
+    pub fn new(rows: usize, cols: usize, nnz: usize) -> Self {
+        Self { rows, cols, nnz }
+    }
+}
+
+impl From<&crate::pattern::CsrPattern> for MatrixShape {
+    fn from(p: &crate::pattern::CsrPattern) -> Self {
+        Self::new(p.nrows(), p.ncols(), p.nnz())
+    }
+}
+
+/// Whether one enumerated candidate is worth ranking for a given matrix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SpaceStatus {
+    /// The toolchain accepts the configuration and it is distinct for this matrix.
+    Valid,
+    /// The configuration behaves exactly like the candidate at index `of` for this matrix
+    /// (e.g. a SPADE column panel at least as wide as the matrix equals `NUM_MATRIX_COLS`).
+    Duplicate {
+        /// Index (in the same candidate list) of the configuration it duplicates.
+        of: usize,
+    },
+    /// The toolchain would reject the configuration for this matrix.
+    Invalid {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl SpaceStatus {
+    /// True for [`SpaceStatus::Valid`].
+    pub fn is_valid(&self) -> bool {
+        matches!(self, SpaceStatus::Valid)
+    }
+}
+
+/// One enumerated configuration with its text line and its status for the matrix.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate<C> {
+    /// The configuration.
+    pub config: C,
+    /// The line a model's schema parses ([`ScheduleSpace::to_line`]).
+    pub line: String,
+    /// Valid, duplicate or invalid for this matrix.
+    pub status: SpaceStatus,
+}
+
+/// A whole space instantiated for one matrix, default included.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CandidateList<C> {
+    /// Every candidate, in enumeration order; the default is appended if it was not enumerated.
+    pub items: Vec<Candidate<C>>,
+    /// Index of the toolchain's default configuration in `items`.
+    pub default_index: usize,
+}
+
+impl<C> CandidateList<C> {
+    /// The lines of all candidates, in order (for `Model::prepare_candidates`).
+    pub fn lines(&self) -> Vec<&str> {
+        self.items.iter().map(|c| c.line.as_str()).collect()
+    }
+
+    /// Indices of the candidates whose status is [`SpaceStatus::Valid`].
+    pub fn valid_indices(&self) -> Vec<usize> {
+        let valid = self
+            .items
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.status.is_valid());
+        valid.map(|(i, _)| i).collect()
+    }
+}
+
+/// The configuration space of one toolchain for one kernel.
+///
+/// Implementations are plain data (`Send + Sync`) and deterministic: the same space and shape
+/// always enumerate the same configurations in the same order.
+pub trait ScheduleSpace {
+    /// One configuration of this space.
+    type Config: Clone + PartialEq + std::fmt::Debug;
+
+    /// A short name of the target and kernel, e.g. `spade-spmm`.
+    fn name(&self) -> String;
+
+    /// Every configuration of the space for a matrix of this shape, in a fixed order.
+    /// Shape-dependent values (SPADE's `NUM_MATRIX_COLS`) are substituted; configurations
+    /// that are invalid or duplicates for this shape are still listed (see [`Self::status`]).
+    fn enumerate(&self, shape: &MatrixShape) -> Vec<Self::Config>;
+
+    /// The toolchain's default configuration (the baseline speedups are reported against).
+    fn default_config(&self, shape: &MatrixShape) -> Self::Config;
+
+    /// Checks that the toolchain accepts `config` for a matrix of this shape.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Schedule`](crate::ErrorKind::Schedule) naming the field and value.
+    fn validate(&self, config: &Self::Config, shape: &MatrixShape) -> Result<()>;
+
+    /// The text line a model's schema parses (whitespace-separated tokens).
+    fn to_line(&self, config: &Self::Config) -> String;
+
+    /// Canonical form used to detect duplicates: two configurations with equal keys behave
+    /// identically on this matrix. The default is the configuration's line.
+    fn duplicate_key(&self, config: &Self::Config, shape: &MatrixShape) -> String {
+        let _ = shape;
+        self.to_line(config)
+    }
+
+    /// The status of `config` among `earlier` candidates (for duplicates).
+    fn status(
+        &self,
+        config: &Self::Config,
+        shape: &MatrixShape,
+        earlier_keys: &[String],
+    ) -> SpaceStatus {
+        if let Err(e) = self.validate(config, shape) {
+            return SpaceStatus::Invalid {
+                reason: e.to_string(),
+            };
+        }
+        let key = self.duplicate_key(config, shape);
+        match earlier_keys.iter().position(|k| *k == key) {
+            Some(of) => SpaceStatus::Duplicate { of },
+            None => SpaceStatus::Valid,
+        }
+    }
+
+    /// The whole space for one matrix, with per-candidate status and the default injected
+    /// (appended when the enumeration does not contain it).
+    fn candidates(&self, shape: &MatrixShape) -> CandidateList<Self::Config> {
+        let mut configs = self.enumerate(shape);
+        let default = self.default_config(shape);
+        let default_index = match configs.iter().position(|c| *c == default) {
+            Some(i) => i,
+            None => {
+                configs.push(default);
+                configs.len() - 1
+            }
+        };
+        let mut keys = Vec::with_capacity(configs.len());
+        let mut items = Vec::with_capacity(configs.len());
+        for config in configs {
+            let status = self.status(&config, shape, &keys);
+            keys.push(self.duplicate_key(&config, shape));
+            let line = self.to_line(&config);
+            items.push(Candidate {
+                config,
+                line,
+                status,
+            });
+        }
+        CandidateList {
+            items,
+            default_index,
+        }
+    }
+}
+
+/// A schedule error for a space: `field` = `value` is not accepted because of `reason`.
+pub(crate) fn space_error(field: &str, value: impl ToString, reason: impl Into<String>) -> Error {
+    Error::schedule(
+        None,
+        Some(field.to_owned()),
+        Some(value.to_string()),
+        reason,
+    )
+}
+
+/// Parses an unsigned integer token for `field`.
+pub(crate) fn parse_u32(field: &str, token: &str) -> Result<u32> {
+    token
+        .trim()
+        .parse::<u32>()
+        .map_err(|e| space_error(field, token, "expected an unsigned integer").with_source(e))
+}
+
+/// Parses a 0/1 flag token for `field`.
+pub(crate) fn parse_flag(field: &str, token: &str) -> Result<bool> {
+    match token.trim() {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        other => Err(space_error(field, other, "expected 0 or 1")),
+    }
+}

@@ -1,0 +1,397 @@
+//! Tests of the schedule spaces.
+
+use std::path::{Path, PathBuf};
+
+use super::cognate::SEGMENTS;
+use super::*;
+
+fn shape(rows: usize, cols: usize) -> MatrixShape {
+    MatrixShape::new(rows, cols, rows * 4)
+}
+
+// ---------------------------------------------------------------- COGNATE worked example
+
+#[test]
+fn papers_worked_example_maps_exactly() {
+    let row = SpadeRow::parse_csv("144, 4, 1024, 1, 0, 0, 0, 38.83592").unwrap();
+    assert_eq!(row.name, "144");
+    assert_eq!(row.config.split, 32);
+    assert_eq!(row.time, Some(38.83592));
+    let u = row.config.to_unified().unwrap();
+    assert_eq!(
+        u.to_csv_row(&row.name, row.time),
+        "144, 4, 1024, 32, 6, 7, 2, 4, 1, 3, 5, 0, 0, 0, 38.83592"
+    );
+    assert_eq!(
+        u.to_csv_row("144", None),
+        "144, 4, 1024, 32, 6, 7, 2, 4, 1, 3, 5, 0, 0, 0"
+    );
+    assert_eq!(u.loop_names(), ["k2", "k3", "i2", "j2", "i1", "j1", "k1"]);
+}
+
+#[test]
+fn spade_barrier_order() {
+    let mut c = SpadeRow::parse_csv("m, 32, 16384, 256, 1, 1, 0")
+        .unwrap()
+        .config;
+    let u = c.to_unified().unwrap();
+    assert_eq!(u.loop_names(), ["k2", "k3", "j2", "i2", "i1", "j1", "k1"]);
+    assert_eq!(u.to_line(), "32 16384 256 6 7 4 2 1 3 5 1 1 0");
+    c.column_panels = ColumnPanels::AllColumns;
+    assert!(c.to_unified().is_err());
+    assert!(c.resolve(777).to_unified().is_ok());
+}
+
+#[test]
+fn unified_rejects_bad_segments() {
+    assert!(Unified::from_segments([1, 1, 1], &["i1"; 7], vec![]).is_err());
+    assert!(Unified::from_segments([1, 1, 1], &SEGMENTS[..6], vec![]).is_err());
+    let u = Unified::from_segments([1, 1, 1], &SEGMENTS, vec![]).unwrap();
+    assert_eq!(u.order, [1, 2, 3, 4, 5, 6, 7]);
+}
+
+// ---------------------------------------------------------------- SPADE
+
+#[test]
+fn spade_space_has_256_and_marks_duplicates() {
+    let space = SpadeSpace::new(Kernel::SpMM);
+    let big = shape(100_000, 100_000);
+    assert_eq!(space.enumerate(&big).len(), 256);
+    let list = space.candidates(&big);
+    assert_eq!(list.items.len(), 256);
+    assert_eq!(list.valid_indices().len(), 256);
+    let d = &list.items[list.default_index];
+    assert_eq!(d.line, "32 100000 32 0 0 0");
+
+    // 5000 columns: 16384 and 65536 panels duplicate NUM_MATRIX_COLS; 1024 does not.
+    let small = shape(10, 5000);
+    let list = space.candidates(&small);
+    assert_eq!(list.items.len(), 256);
+    let dups = list
+        .items
+        .iter()
+        .filter(|c| matches!(c.status, SpaceStatus::Duplicate { .. }))
+        .count();
+    assert_eq!(dups, 4 * 2 * 8 * 2);
+    for c in &list.items {
+        if let SpaceStatus::Duplicate { of } = c.status {
+            assert!(of < list.items.len());
+            assert_eq!(
+                list.items[of].config.column_panels,
+                ColumnPanels::Fixed(16384)
+            );
+            assert!(list.items[of].status.is_valid());
+        }
+    }
+    let d = SpadeSpace::new(Kernel::SDDMM).default_config(&small);
+    assert!(space.validate(&d, &small).is_ok());
+}
+
+#[test]
+fn spade_csv_round_trip_and_validation() {
+    for line in [
+        "a, 4, 1024, 32, 0, 1, 1, 1.5",
+        "b, 2048, NUM_MATRIX_COLS, 256, 1, 0, 0",
+        "c, 256, 65536, 256, 1, 1, 1",
+    ] {
+        let row = SpadeRow::parse_csv(line).unwrap();
+        assert_eq!(row.to_csv(), line);
+    }
+    assert_eq!(
+        SpadeRow::parse_csv("x, 4, 1024, 8, 0, 0, 0")
+            .unwrap()
+            .config
+            .split,
+        256
+    );
+    for bad in [
+        "x, 4, 1024, 32, 2, 0, 0",
+        "x, 4, 1024, 32, 0, 0",
+        "x, 4, wide, 32, 0, 0, 0",
+        "x, 4, 1024, 32, 0, 0, 0, fast",
+    ] {
+        assert!(SpadeRow::parse_csv(bad).is_err(), "{bad}");
+    }
+    let space = SpadeSpace::new(Kernel::SpMM);
+    let s = shape(10, 5000);
+    let mut c = SpadeRow::parse_csv("x, 4, 1024, 64, 0, 0, 0")
+        .unwrap()
+        .config;
+    assert!(space.validate(&c, &s).is_err());
+    c.split = 32;
+    c.row_panels = 5;
+    assert!(space.validate(&c, &s).is_err());
+    c.row_panels = 4;
+    c.column_panels = ColumnPanels::Fixed(4999);
+    assert!(space.validate(&c, &s).is_err());
+    c.column_panels = ColumnPanels::Fixed(5000);
+    assert!(space.validate(&c, &s).is_ok());
+}
+
+// ---------------------------------------------------------------- SparseTIR
+
+#[test]
+fn sparsetir_spaces_have_288_and_valid_defaults() {
+    for kernel in [Kernel::SpMM, Kernel::SDDMM] {
+        let space = SparseTirSpace::new(kernel, 128);
+        let s = shape(1000, 1000);
+        let all = space.enumerate(&s);
+        assert_eq!(all.len(), 288, "{kernel:?}");
+        let list = space.candidates(&s);
+        assert_eq!(list.items.len(), 288, "default must be enumerated");
+        let d = &list.items[list.default_index];
+        assert!(d.status.is_valid(), "{:?}", d.status);
+        let lines: std::collections::HashSet<_> = list.lines().into_iter().collect();
+        assert_eq!(lines.len(), 288);
+        // Every configuration maps to a unified form.
+        for c in &all {
+            let u = c.to_unified().unwrap();
+            assert_eq!(u.j_split, 1);
+            let p_j = u.order.iter().position(|&n| n == 3).unwrap();
+            assert_eq!(u.order[p_j + 1], 4, "j' right after j");
+        }
+    }
+    let spmm = SparseTirSpace::new(Kernel::SpMM, 128);
+    let d = spmm.default_config(&shape(1, 1));
+    assert_eq!(spmm.to_line(&d), "8 32 2 1 0 1 1");
+    assert_eq!(
+        d.to_unified().unwrap().to_line(),
+        "8 1 64 1 2 5 7 3 4 6 32 2 1 1 1"
+    );
+}
+
+#[test]
+fn sparsetir_validity_and_json() {
+    let s = shape(10, 10);
+    let spmm = SparseTirSpace::new(Kernel::SpMM, 32);
+    let list = spmm.candidates(&s);
+    // F = 32: tile 16·{1,2} and 32·1 divide 32; 16·4, 32·2, 32·4 do not.
+    let valid = list.valid_indices().len();
+    assert_eq!(valid, 6 * 3 * 2 * 2 * 2);
+    let sddmm = SparseTirSpace::new(Kernel::SDDMM, 16);
+    let d = sddmm.default_config(&s);
+    assert_eq!(d.thread_x, 16);
+    assert!(sddmm.validate(&d, &s).is_ok());
+    let mut bad = d;
+    bad.bind_k1 = true;
+    assert!(sddmm.validate(&bad, &s).is_err());
+    bad = d;
+    bad.row_tile = 128;
+    bad.thread_x = 16;
+    assert!(sddmm.validate(&bad, &s).is_err());
+
+    let json = d.to_json();
+    assert!(json.contains("\"kernel\":\"sddmm\""), "{json}");
+    assert!(json.contains("\"order\":\"reduction_outer\""), "{json}");
+    assert_eq!(GpuConfig::from_json(&json).unwrap(), d);
+    let all = spmm.enumerate(&s);
+    assert_eq!(
+        GpuConfig::list_from_json(&GpuConfig::list_to_json(&all)).unwrap(),
+        all
+    );
+    assert!(GpuConfig::from_json(r#"{"kernel":"spmv"}"#).is_err());
+    assert!(GpuConfig::from_json(&json.replace('}', ",\"extra\":1}")).is_err());
+}
+
+// ---------------------------------------------------------------- TACO / WACO
+
+const SPMM_LINE: &str = "16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 16";
+
+#[test]
+fn taco_mapping_of_the_digest_example() {
+    let s = SuperSchedule::parse(CpuKernel::SpMM, &format!("{SPMM_LINE} = 14.815")).unwrap();
+    let t = TacoSchedule::from_superschedule(&s).unwrap();
+    let text = t.to_string();
+    assert_eq!(
+        text,
+        "OMP_NUM_THREADS=48 OMP_SCHEDULE=dynamic,16 -f=A:ssds:2,3,0,1 \
+         -s=split(i,i1,i0,16) -s=split(k,k1,k0,256) -s=split(j,j1,j0,1) \
+         -s=reorder(k1,k0,i1,i0,j1,j0) -s=parallelize(i1,CPUThread,NoRaces)"
+    );
+    let back = TacoSchedule::parse(CpuKernel::SpMM, &text).unwrap();
+    assert_eq!(back, t);
+    assert_eq!(back.to_superschedule().unwrap().to_line(), SPMM_LINE);
+    // WACO SpMM (k→j, j→k): I=16, J=256, K=1; order k1 k0 i1 i0 j1 j0 → j1 j2 i1 i2 k1 k2 k3.
+    let u = s.to_unified().unwrap();
+    assert_eq!(u.loop_names(), ["j1", "j2", "i1", "i2", "k1", "k2", "k3"]);
+    assert_eq!(u.to_line(), "16 256 1 3 4 1 2 5 6 7 1 0 0 0 1 48 16");
+}
+
+#[test]
+fn taco_commands_parse_and_print() {
+    for c in [
+        "split(i,i1,i0,32)",
+        "reorder(i1,k1,i0,k0,j1,j0)",
+        "parallelize(i1,CPUThread,NoRaces)",
+        "parallelize(k1,CPUThread,Atomics)",
+    ] {
+        assert_eq!(c.parse::<TacoCommand>().unwrap().to_string(), c);
+    }
+    let spaced: TacoCommand = "\"split( i , i1, i0 ,32 )\"".parse().unwrap();
+    assert_eq!(spaced.to_string(), "split(i,i1,i0,32)");
+    for bad in [
+        "split(i,i1,i0)",
+        "split(i,i1,i0,x)",
+        "fuse(i,j,f)",
+        "reorder(",
+        "parallelize(i,CPU,NoRaces)",
+    ] {
+        assert!(bad.parse::<TacoCommand>().is_err(), "{bad}");
+    }
+    assert_eq!(
+        "A:ds".parse::<SplitFormat>().unwrap().to_string(),
+        "A:ds:0,1"
+    );
+    assert!("A:dx:0,1".parse::<SplitFormat>().is_err());
+    assert!("A:ds:0,0".parse::<SplitFormat>().is_err());
+}
+
+#[test]
+fn taco_rejects_what_waco_cannot_express() {
+    let s = SuperSchedule::parse(CpuKernel::SpMM, SPMM_LINE).unwrap();
+    let t = TacoSchedule::from_superschedule(&s).unwrap();
+    // Wrong race strategy for an output index.
+    let text = t.to_string().replace("NoRaces", "Atomics");
+    let bad = TacoSchedule::parse(CpuKernel::SpMM, &text).unwrap();
+    assert!(bad.to_superschedule().is_err());
+    // A level order that does not follow the loop order.
+    let text = t.to_string().replace("2,3,0,1", "0,1,2,3");
+    assert!(TacoSchedule::parse(CpuKernel::SpMM, &text)
+        .unwrap()
+        .to_superschedule()
+        .is_err());
+    // Missing split.
+    let text = t.to_string().replace(" -s=split(j,j1,j0,1)", "");
+    assert!(TacoSchedule::parse(CpuKernel::SpMM, &text)
+        .unwrap()
+        .to_superschedule()
+        .is_err());
+    assert!(TacoSchedule::parse(CpuKernel::SpMM, "-f=A:ss").is_err());
+    // Bad SuperSchedules.
+    for bad in [
+        "3 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 16",
+        "16 256 1 k0 k1 i1 i0 j1 j0 1 0 0 0 i1 48 16",
+        "16 256 1 k1 k0 i1 i0 j1 j1 1 0 0 0 i1 48 16",
+        "16 256 1 k1 k0 i1 i0 j1 j0 1 0 2 0 i1 48 16",
+        "16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i0 48 16",
+        "16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 0",
+        "16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48",
+    ] {
+        assert!(SuperSchedule::parse(CpuKernel::SpMM, bad).is_err(), "{bad}");
+    }
+}
+
+fn collected_dir() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/waco/collected");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "skipping: WACO collected data not found at {}",
+            dir.display()
+        );
+        None
+    }
+}
+
+fn round_trip_collected(kernel: CpuKernel, sub: &str) {
+    let Some(dir) = collected_dir() else { return };
+    let mut n = 0;
+    let mut files: Vec<_> = std::fs::read_dir(dir.join(sub))
+        .unwrap()
+        .flatten()
+        .collect();
+    files.sort_by_key(|e| e.path());
+    for entry in files {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let s = SuperSchedule::parse(kernel, line).unwrap();
+            let t = TacoSchedule::from_superschedule(&s).unwrap();
+            let parsed = TacoSchedule::parse(kernel, &t.to_string()).unwrap();
+            let back = parsed.to_superschedule().unwrap();
+            let (body, _) = crate::schedule::split_measured(line);
+            assert_eq!(
+                back.to_line(),
+                body.split_whitespace().collect::<Vec<_>>().join(" ")
+            );
+            let u = s.to_unified().unwrap();
+            assert_eq!(u.order.iter().map(|&x| u32::from(x)).sum::<u32>(), 28);
+            n += 1;
+        }
+    }
+    assert!(n > 100, "{sub}: only {n} lines");
+}
+
+#[test]
+fn collected_spmm_lines_round_trip() {
+    round_trip_collected(CpuKernel::SpMM, "SpMM");
+}
+
+#[test]
+fn collected_sddmm_lines_round_trip() {
+    round_trip_collected(CpuKernel::SDDMM, "SDDMM");
+}
+
+#[test]
+fn spmv_round_trip_and_no_unified_form() {
+    let line = "4 8 i1 k1 i0 k0 0 1 0 1 i1 48 64";
+    let s = SuperSchedule::parse(CpuKernel::SpMV, line).unwrap();
+    let t = TacoSchedule::from_superschedule(&s).unwrap();
+    assert_eq!(t.format.to_string(), "A:ssdd:0,2,1,3");
+    assert_eq!(t.to_superschedule().unwrap().to_line(), line);
+    assert!(s.to_unified().is_err());
+}
+
+#[test]
+fn taco_space_sizes_and_defaults() {
+    let s = shape(1 << 20, 1 << 20);
+    let expect = [
+        (
+            CpuKernel::SpMM,
+            611_712,
+            "1 1 1 i1 i0 k1 k0 j1 j0 1 1 0 1 i1 48 32",
+        ),
+        (
+            CpuKernel::SDDMM,
+            544_320,
+            "1 1 1 i1 i0 j1 j0 k1 k0 1 1 0 1 i1 48 32",
+        ),
+        (CpuKernel::SpMV, 31_104, "1 1 i1 i0 k1 k0 1 1 0 1 i1 48 128"),
+    ];
+    for (kernel, size, default) in expect {
+        let space = TacoSpace::waco(kernel);
+        let all = space.enumerate(&s);
+        assert_eq!(all.len(), size, "{kernel:?}");
+        let d = space.default_config(&s);
+        assert_eq!(space.to_line(&d), default);
+        assert!(all.contains(&d), "{kernel:?} default not enumerated");
+        assert!(all.iter().take(2000).all(|c| c.validate().is_ok()));
+        assert_eq!(all, space.enumerate(&s), "deterministic");
+    }
+}
+
+#[test]
+fn taco_space_small_matrix_duplicates() {
+    let mut space = TacoSpace::waco(CpuKernel::SpMV);
+    space.splits = vec![vec![1, 2, 4], vec![1, 8]];
+    space.chunks = vec![32];
+    let list = space.candidates(&shape(2, 100));
+    // The default's chunk (128) is not in the list, so it is appended.
+    assert_eq!(list.items.len(), 3 * 2 * 6 * 16 + 1);
+    assert_eq!(list.default_index, 3 * 2 * 6 * 16);
+    // isplit 4 ≥ rows (2) behaves like isplit 2.
+    let dup = list
+        .items
+        .iter()
+        .filter(|c| c.config.splits[0] == 4)
+        .all(|c| matches!(c.status, SpaceStatus::Duplicate { .. }));
+    assert!(dup);
+    assert_eq!(
+        list.items[list.default_index].line,
+        "1 1 i1 i0 k1 k0 1 1 0 1 i1 48 128"
+    );
+    let mapped = Mapped(SpadeSpace::new(Kernel::SpMM));
+    let l = mapped.candidates(&shape(8, 1024));
+    assert!(l.items.iter().all(|c| !c.line.is_empty()));
+    assert_eq!(mapped.name(), "spade-spmm-unified");
+}
