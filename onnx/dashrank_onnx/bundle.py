@@ -70,7 +70,7 @@ def bundle_models(model: Model, fp16: bool = False) -> Dict[str, onnx.ModelProto
         stem = head_file_stem(h.name)
         out[f"{stem}.schedule_embedder.onnx"] = make_model(schedule_embedder_proto(h.schedule_embedder, fp16),
                                                            se_meta)
-        Es = h.schedule_embedder.mlp_layers[-1][0].shape[0]
+        Es = h.schedule_embedder.out_width
         pr_meta = {**_common(model, "predictor"), **hm, "dashrank.score_polarity": h.polarity,
                    "dashrank.score_meaning": h.meaning}
         out[f"{stem}.predictor.onnx"] = make_model(predictor_proto(h.predictor, Em, Es, fp16), pr_meta)

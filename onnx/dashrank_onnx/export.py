@@ -5,7 +5,11 @@
   DASH's 12-layer 4-block IFE with max pools both go through :func:`build_featurizer`);
 * matrix embedder / schedule embedder / predictor: standard ONNX built only from
   ``Gemm, Relu, Concat, Gather, Cast, Slice`` (``Cast`` also turns FLOAT16 initializers
-  into FLOAT when exporting with ``fp16=True``).
+  into FLOAT when exporting with ``fp16=True``). The schedule embedder is either WACO's
+  (embedding lookups + a linear map of the permutation block, then an MLP) or COGNATE's
+  (:class:`~dashrank_onnx.reference.CognateScheduleEmbedder`: ``Slice`` of the 52 unified
+  columns → configuration-mapper MLP, ``Slice`` of the heterogeneous columns → latent-encoder
+  MLP, ``Concat``); see :mod:`dashrank_onnx.cognate` for the COGNATE/DASH model and its CLI.
 """
 
 from __future__ import annotations
@@ -18,8 +22,8 @@ import onnx
 from onnx import TensorProto, helper
 
 from . import SPARSE_DOMAIN
-from .reference import (check_pool, FeaturizerGraph, Head, MatrixEmbedder, Node, Piece, Predictor,
-                        ScheduleEmbedder)
+from .reference import (check_pool, CognateScheduleEmbedder, FeaturizerGraph, Head, MatrixEmbedder, Node,
+                        Piece, Predictor, ScheduleEmbedder)
 
 DENSE_OPSET = 17
 SPARSE_OPSET = 1
@@ -219,7 +223,27 @@ def matrix_embedder_proto(me: MatrixEmbedder, F: int, fp16: bool = False) -> onn
     return helper.make_graph(b.nodes, "matrix_embedder", ins, outs, initializer=b.inits)
 
 
-def schedule_embedder_proto(se: ScheduleEmbedder, fp16: bool = False) -> onnx.GraphProto:
+def cognate_schedule_embedder_proto(se: CognateScheduleEmbedder, fp16: bool = False) -> onnx.GraphProto:
+    """``schedule [N, D]`` → ``concat(mapper(schedule[:, :M]), latent(schedule[:, M:D]))``."""
+    b = _DenseBuilder(fp16)
+    ax = b.const_i64("axes", [1])
+    parts = []
+    for prefix, start, stop, layers, out in [("mapper", 0, se.mapper_width, se.mapper_layers, "config_embedding"),
+                                             ("latent", se.mapper_width, se.width, se.latent_layers, "latent")]:
+        st = b.const_i64(f"{prefix}.starts", [start])
+        en = b.const_i64(f"{prefix}.ends", [stop])
+        sl = f"{prefix}.input"
+        b.nodes.append(helper.make_node("Slice", ["schedule", st, en, ax], [sl], name=f"{prefix}.slice"))
+        parts.append(b.mlp(sl, layers, prefix, out))
+    b.nodes.append(helper.make_node("Concat", parts, ["schedule_embedding"], name="concat", axis=1))
+    ins = [helper.make_tensor_value_info("schedule", TensorProto.FLOAT, ["N", se.width])]
+    outs = [helper.make_tensor_value_info("schedule_embedding", TensorProto.FLOAT, ["N", se.out_width])]
+    return helper.make_graph(b.nodes, "schedule_embedder", ins, outs, initializer=b.inits)
+
+
+def schedule_embedder_proto(se, fp16: bool = False) -> onnx.GraphProto:
+    if isinstance(se, CognateScheduleEmbedder):
+        return cognate_schedule_embedder_proto(se, fp16)
     b = _DenseBuilder(fp16)
     parts = []
     for p in se.pieces:

@@ -19,9 +19,10 @@ import numpy as np
 import onnx
 
 from .bundle import bundle_models, head_file_stem, save
+from .cognate import TINY, cognate_model, golden_lines as cognate_golden_lines
 from .export import LayerSpec, build_featurizer
-from .reference import (Head, MatrixEmbedder, Model, Pattern, Piece, Predictor, ScheduleEmbedder, Schema,
-                        ScheduleError, validate_csr, write_csr)
+from .reference import (CognateScheduleEmbedder, Head, MatrixEmbedder, Model, Pattern, Piece, Predictor,
+                        ScheduleEmbedder, Schema, ScheduleError, validate_csr, write_csr)
 from .waco import KERNELS, SPLIT, FORMAT, PARNUM, MEANING
 
 DEFAULT_SEED = 20240601
@@ -110,6 +111,15 @@ def tiny_dash(seed: int) -> Model:
                  {h1.name: h1, h2.name: h2})
 
 
+COGNATE_HEADS = ("cpu-taco/spmm", "spade/spmm", "gpu-sparsetir/spmm", "spade/sddmm")
+
+
+def tiny_cognate(seed: int) -> Model:
+    """The COGNATE/DASH architecture (dashrank_onnx.cognate) with every width divided by 8."""
+    return cognate_model(seed + 2, TINY, COGNATE_HEADS,
+                         "tiny-cognate (seeded random weights, COGNATE/DASH topology, widths / 8)")
+
+
 def to_fp16(model: Model) -> Model:
     """The same model with every weight rounded through float16 (what an fp16 bundle holds)."""
     r = lambda a: None if a is None else np.asarray(a, np.float32).astype(np.float16).astype(np.float32)
@@ -121,9 +131,13 @@ def to_fp16(model: Model) -> Model:
     heads = {}
     for n, h in model.heads.items():
         se = h.schedule_embedder
-        pieces = [Piece(p.kind, p.name, p.start, p.stop, r(p.table),
-                        None if p.linear is None else (r(p.linear[0]), r(p.linear[1]))) for p in se.pieces]
-        heads[n] = Head(h.name, h.kernel, h.target, h.schema, ScheduleEmbedder(pieces, rl(se.mlp_layers), se.width),
+        if isinstance(se, CognateScheduleEmbedder):
+            se2 = CognateScheduleEmbedder(rl(se.mapper_layers), rl(se.latent_layers), se.mapper_width, se.width)
+        else:
+            pieces = [Piece(p.kind, p.name, p.start, p.stop, r(p.table),
+                            None if p.linear is None else (r(p.linear[0]), r(p.linear[1]))) for p in se.pieces]
+            se2 = ScheduleEmbedder(pieces, rl(se.mlp_layers), se.width)
+        heads[n] = Head(h.name, h.kernel, h.target, h.schema, se2,
                         Predictor(rl(h.predictor.mlp_layers)), h.polarity, h.meaning)
     return Model(model.family, model.model_name.replace("(", "(fp16, ", 1), feat, me, heads)
 
@@ -189,12 +203,16 @@ def _f(a) -> list:
     return np.asarray(a, dtype=np.float32).astype(np.float64).tolist()
 
 
-def golden(model: Model, seed: int, precision: str) -> dict:
+def golden(model: Model, seed: int, precision: str, lines_for=None) -> dict:
+    """``lines_for(head) → lines`` overrides the seeded schedule lines of a head."""
     pats = golden_patterns(seed)
     heads = {}
     for hn, h in model.heads.items():
         sched = []
-        lines = golden_schedules(h.schema, seed + hash_name(hn))
+        if lines_for is not None:
+            lines = lines_for(hn)
+        else:
+            lines = golden_schedules(h.schema, seed + hash_name(hn))
         enc, ok, errs = h.schema.encode(lines)
         semb = h.schedule_embedder(enc)
         j = 0
@@ -242,14 +260,14 @@ def hash_name(s: str) -> int:
 # Writing
 # --------------------------------------------------------------------------------------
 
-def write_fixture(model: Model, directory: Path, seed: int, fp16: bool = False) -> None:
+def write_fixture(model: Model, directory: Path, seed: int, fp16: bool = False, lines_for=None) -> None:
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
     ref = to_fp16(model) if fp16 else model
     for fname, m in bundle_models(model, fp16).items():
         save(m, directory / fname)
-    g = golden(ref, seed, "fp16" if fp16 else "fp32")
+    g = golden(ref, seed, "fp16" if fp16 else "fp32", lines_for)
     (directory / "golden.json").write_text(json.dumps(g, indent=1) + "\n")
 
 
@@ -372,13 +390,14 @@ reference's outputs (`onnx/dashrank_onnx/reference.py`):
 | `tiny-waco-spmm/` | WACO-shaped: conv k5 s1 1→4, 3 × conv k3 s2 4→4, ReLU and a global-average-pool tap after each (F = 16); real WACO SpMM schema; fp32 |
 | `tiny-waco-fp16/` | the same weights stored as FLOAT16 (dense graphs `Cast` them to FLOAT); goldens computed with the fp16-rounded weights |
 | `tiny-dash/` | DASH-style block: conv k5, conv k3 (+bias) + max pool 2/2 (stride map), conv k3 + max pool 3/1 (offset rule), conv k3 s2 + max pool 3/3 (odd stride map), tap only at the end; two heads (`gpu-sparsetir/sddmm`, `spade/spmv`); family `cognate` |
+| `tiny-cognate/` | the COGNATE/DASH architecture (`onnx/dashrank_onnx/cognate.py`) with every width / 8: IFE 12 convs (k5 1→4, k3 4→4, 4→8 + max pool 2/2, 8→8 ×2, 8→16 + pool, 16→16 ×2, 16→32 + pool, 32→32 ×3; stride 1, ReLU, global average pool of L12, F = 32); matrix embedder 3→8→4, 36→32→16; four heads `cpu-taco/spmm`, `spade/spmm`, `gpu-sparsetir/spmm`, `spade/sddmm` whose schemas parse COGNATE *unified* lines (`I J K` as `integer` log2 fields, the 7 loop numbers as one permutation, the target's heterogeneous fields as `choice`); schedule embedder = shared configuration mapper 52→8→8 (same weights in every head file) ‖ per-head latent encoder H→8→8; predictor 32→16→8→1. Schedule lines are fixed unified lines (the papers' SPADE example `4 1024 32 6 7 2 4 1 3 5 0 0 0`, lines pinned by the Rust space tests, more derived from the Rust mapping) plus invalid ones; family `cognate` |
 
 `golden.json`: `patterns[]` (CSR `rows, cols, row_ptr, col_idx`; `shape_features`,
 `conv_features`, `matrix_embedding`; `scores[head][i]` for schedule line i, `null` if the line is
 invalid), `heads[head].schedules[]` (`line`, `valid`, `encoded`, `schedule_embedding`, or
 `error {{kind, field, value, message}}` — kinds: `token_count`, `out_of_vocabulary`,
-`bad_permutation`). Floats are float32 values printed exactly. Tolerance: `tolerance` (relative
-1e-5, absolute 1e-6).
+`bad_permutation`, and for `integer` fields `not_an_integer` / `out_of_range`). Floats are
+float32 values printed exactly. Tolerance: `tolerance` (relative 1e-5, absolute 1e-6).
 
 ## bad/
 
@@ -405,6 +424,7 @@ def generate(out: Path, seed: int = DEFAULT_SEED) -> None:
     write_fixture(w, fx / "tiny-waco-spmm", seed)
     write_fixture(w, fx / "tiny-waco-fp16", seed, fp16=True)
     write_fixture(tiny_dash(seed), fx / "tiny-dash", seed)
+    write_fixture(tiny_cognate(seed), fx / "tiny-cognate", seed, lines_for=cognate_golden_lines)
     write_bad(w, out / "bad")
     (out / "README.md").write_text(README.format(seed=seed))
 

@@ -6,7 +6,10 @@
 * an interpreter for featurizer graphs (the node list of a featurizer file);
 * the dense parts (matrix embedder, schedule embedder, predictor) from a plain description
   shared with the exporter;
-* schedule-text parsing and encoding per the schema JSON of §5.1.
+* schedule-text parsing and encoding per the schema JSON of §5.1 (``choice``, ``permutation``
+  and ``integer`` fields);
+* COGNATE/DASH's split schedule embedder (configuration mapper + latent encoder,
+  :class:`CognateScheduleEmbedder`).
 
 Everything is vectorized: a coordinate is hashed into one int64 key ``row * 2**31 + col``; sets
 of coordinates are kept sorted by key and neighbours are found with ``np.searchsorted``.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -441,6 +445,57 @@ class ScheduleEmbedder:
                 parts.append(mlp(y[:, p.start:p.stop], [p.linear]))
         return mlp(np.concatenate(parts, axis=1), self.mlp_layers)
 
+    @property
+    def out_width(self) -> int:
+        """Es, the width of ``schedule_embedding``."""
+        return int(self.mlp_layers[-1][0].shape[0])
+
+
+@dataclass
+class CognateScheduleEmbedder:
+    """COGNATE/DASH schedule embedder of one head (seed 001 §3, Figure 3(b)):
+
+    ``schedule_embedding = concat(mapper(x[:, :mapper_width]), latent(x[:, mapper_width:]))``
+
+    * ``mapper_layers``: the configuration mapper FM, an MLP over the homogeneous unified
+      columns (``I J K`` and the 7×7 loop-order one-hot = 52 columns); shared across heads
+      (each head file holds a copy of the same weights);
+    * ``latent_layers``: the encoder half of the head's autoencoder LE, an MLP over the
+      heterogeneous (platform-specific) columns ``[mapper_width, width)``.
+
+    Both MLPs are Linear → ReLU → … → Linear (no activation after the last layer)."""
+
+    mapper_layers: List[Linear]
+    latent_layers: List[Linear]
+    mapper_width: int
+    width: int
+
+    @property
+    def config_width(self) -> int:
+        return int(self.mapper_layers[-1][0].shape[0])
+
+    @property
+    def latent_width(self) -> int:
+        return int(self.latent_layers[-1][0].shape[0])
+
+    @property
+    def out_width(self) -> int:
+        return self.config_width + self.latent_width
+
+    def config_embedding(self, schedule: np.ndarray) -> np.ndarray:
+        y = np.asarray(schedule, dtype=np.float32)
+        return mlp(y[:, :self.mapper_width], self.mapper_layers)
+
+    def latent(self, schedule: np.ndarray) -> np.ndarray:
+        y = np.asarray(schedule, dtype=np.float32)
+        return mlp(y[:, self.mapper_width:self.width], self.latent_layers)
+
+    def __call__(self, schedule: np.ndarray) -> np.ndarray:
+        y = np.asarray(schedule, dtype=np.float32)
+        if y.ndim != 2 or y.shape[1] != self.width:
+            raise ValueError(f"schedule rows have {y.shape[-1]} columns, expected {self.width}")
+        return np.concatenate([self.config_embedding(y), self.latent(y)], axis=1).astype(np.float32)
+
 
 @dataclass
 class Predictor:
@@ -456,6 +511,39 @@ class Predictor:
 # --------------------------------------------------------------------------------------
 # Schedule schema (§5.1)
 # --------------------------------------------------------------------------------------
+
+INTEGER_ENCODINGS = ("log2", "linear")
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
+
+
+def encode_integer(f: dict, tok: str) -> np.float32:
+    """The encoded column of one ``integer`` field token (§5.1): a decimal integer (optional
+    sign, ASCII digits only: no ``1e3``, ``0x10``, ``1.0``, ``_``) in ``[min, max]``, written as
+    ``log2(x)`` (computed in float64, rounded to float32) or ``x``. Errors: kind
+    ``not_an_integer`` for a token that is no decimal integer, ``out_of_range`` outside
+    ``[min, max]``."""
+    lo, hi = f["min"], f["max"]
+    if not _DECIMAL.fullmatch(tok):
+        raise ScheduleError(f"field {f['name']}: value {tok!r} is not a decimal integer in [{lo}, {hi}]",
+                            f["name"], tok, "not_an_integer")
+    x = int(tok)
+    if not lo <= x <= hi:
+        raise ScheduleError(f"field {f['name']}: value {tok!r} out of range [{lo}, {hi}]",
+                            f["name"], tok, "out_of_range")
+    if f["encode"] == "log2":
+        return np.float32(math.log2(x))
+    return np.float32(x)
+
+
+def _random_integer(f: dict, rng) -> int:
+    """A deterministic draw: a power of two in range (log2), else uniform in [min, max]."""
+    lo, hi = f["min"], f["max"]
+    if f["encode"] == "log2":
+        e_lo, e_hi = math.ceil(math.log2(lo)), math.floor(math.log2(hi))
+        if e_lo <= e_hi:
+            return 1 << int(rng.integers(e_lo, e_hi + 1))
+    return int(rng.integers(lo, hi + 1))
+
 
 class Schema:
     def __init__(self, obj: Union[str, dict]):
@@ -476,25 +564,42 @@ class Schema:
                 s = f.get("symbols")
                 if not isinstance(s, list) or not s or len(set(s)) != len(s):
                     raise ValueError(f"permutation field {f.get('name')!r} needs distinct 'symbols'")
+            elif f.get("kind") == "integer":
+                lo, hi, enc = f.get("min"), f.get("max"), f.get("encode")
+                if not all(isinstance(v, int) and not isinstance(v, bool) for v in (lo, hi)) or lo > hi:
+                    raise ValueError(f"integer field {f.get('name')!r} needs integers 'min' <= 'max'")
+                if enc not in INTEGER_ENCODINGS:
+                    raise ValueError(f"integer field {f.get('name')!r}: 'encode' must be one of "
+                                     f"{list(INTEGER_ENCODINGS)}, got {enc!r}")
+                if enc == "log2" and lo < 1:
+                    raise ValueError(f"integer field {f.get('name')!r}: log2 encoding needs 'min' >= 1")
             else:
                 raise ValueError(f"field {f.get('name')!r}: unknown kind {f.get('kind')!r}")
 
     def to_json(self) -> str:
         return json.dumps(self.obj, separators=(",", ":"))
 
+    @staticmethod
+    def field_tokens(f: dict) -> int:
+        return len(f["symbols"]) if f["kind"] == "permutation" else 1
+
+    @staticmethod
+    def field_width(f: dict) -> int:
+        return len(f["symbols"]) ** 2 if f["kind"] == "permutation" else 1
+
     @property
     def tokens(self) -> int:
-        return sum(1 if f["kind"] == "choice" else len(f["symbols"]) for f in self.fields)
+        return sum(self.field_tokens(f) for f in self.fields)
 
     @property
     def width(self) -> int:
-        return sum(1 if f["kind"] == "choice" else len(f["symbols"]) ** 2 for f in self.fields)
+        return sum(self.field_width(f) for f in self.fields)
 
     def columns(self) -> Dict[str, Tuple[int, int]]:
         """Field name → (start, stop) column range in the encoded row."""
         out, c = {}, 0
         for f in self.fields:
-            w = 1 if f["kind"] == "choice" else len(f["symbols"]) ** 2
+            w = self.field_width(f)
             out[f["name"]] = (c, c + w)
             c += w
         return out
@@ -542,6 +647,10 @@ class Schema:
                 row[c] = i
                 t += 1
                 c += 1
+            elif f["kind"] == "integer":
+                row[c] = encode_integer(f, toks[t])
+                t += 1
+                c += 1
             else:
                 syms = f["symbols"]
                 n = len(syms)
@@ -585,6 +694,8 @@ class Schema:
             for f in self.fields:
                 if f["kind"] == "choice":
                     toks.append(str(f["values"][int(rng.integers(len(f["values"])))]))
+                elif f["kind"] == "integer":
+                    toks.append(str(_random_integer(f, rng)))
                 else:
                     toks.extend(f["symbols"][int(i)] for i in rng.permutation(len(f["symbols"])))
             out.append(" ".join(toks))

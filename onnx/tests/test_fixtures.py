@@ -11,7 +11,7 @@ from dashrank_onnx.bundle import read_bundle
 from dashrank_onnx.fixtures import DEFAULT_SEED, generate
 from dashrank_onnx.reference import PatternError, load_csr, validate_csr
 
-FIXTURES = ["tiny-waco-spmm", "tiny-waco-fp16", "tiny-dash"]
+FIXTURES = ["tiny-waco-spmm", "tiny-waco-fp16", "tiny-dash", "tiny-cognate"]
 
 
 @pytest.fixture(scope="module")
