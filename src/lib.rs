@@ -9,6 +9,8 @@
 pub mod error;
 pub mod eval;
 pub mod featurize;
+#[cfg(feature = "capi")]
+pub mod ffi;
 pub mod model;
 pub mod pattern;
 pub mod rank;

@@ -39,6 +39,11 @@ pub struct LoadOptions {
     pub threads: Option<usize>,
     /// How many matrix embeddings to keep (keyed by pattern hash); 0 disables the cache.
     pub matrix_cache_capacity: usize,
+    /// Run the dense graphs with one intra-op thread, so that scores are bit-identical on any
+    /// machine load and thread count. The featurizer and top-k are deterministic either way
+    /// (fixed accumulation order, ties broken by index); this pins the ONNX backend, whose
+    /// multi-threaded kernels may split reductions differently. Default `false`.
+    pub deterministic: bool,
 }
 
 impl Default for LoadOptions {
@@ -47,6 +52,7 @@ impl Default for LoadOptions {
             backend: Backend::default(),
             threads: None,
             matrix_cache_capacity: 64,
+            deterministic: false,
         }
     }
 }
@@ -133,11 +139,18 @@ impl Model {
                 ));
             }
         }
-        let threads = options.threads;
+        let featurize_options = FeaturizeOptions {
+            threads: options.threads,
+        };
+        // Intra-op threads of the dense graphs.
+        let threads = if options.deterministic {
+            Some(1)
+        } else {
+            options.threads
+        };
         let backend = &options.backend;
         let matrix_embedder =
             executor::build_graph(backend, &me.origin, &me.bytes, "matrix_embedding", threads)?;
-        let featurize_options = FeaturizeOptions { threads };
 
         // Probe the matrix embedder once to learn its width.
         let probe_conv = Array2::<f32>::zeros((1, featurizer_dim));

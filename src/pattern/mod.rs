@@ -24,3 +24,40 @@ mod mtx;
 mod waco;
 
 pub use csr::{CsrIndex, CsrPattern, CsrView, MAX_DIM};
+
+impl CsrPattern {
+    /// Reads a matrix file, choosing the format by extension: `.csr` is WACO binary
+    /// ([`read_waco_csr`](Self::read_waco_csr)), `.mtx` or `.mm` is Matrix Market
+    /// ([`read_matrix_market`](Self::read_matrix_market)); the match is case-insensitive.
+    /// Any other extension is an [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)
+    /// naming the path.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use dashrank::pattern::CsrPattern;
+    /// let dir = std::env::temp_dir().join(format!("dashrank-read-file-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("m.mtx");
+    /// std::fs::write(&path, "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n")?;
+    /// assert_eq!(CsrPattern::read_file(&path)?.nnz(), 1);
+    /// assert!(CsrPattern::read_file(dir.join("m.txt")).is_err());
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read_file(path: impl AsRef<std::path::Path>) -> crate::Result<Self> {
+        let path = path.as_ref();
+        let ext = path
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase);
+        match ext.as_deref() {
+            Some("csr") => Self::read_waco_csr(path),
+            Some("mtx") | Some("mm") => Self::read_matrix_market(path),
+            _ => Err(crate::Error::invalid_argument(format!(
+                "{}: unknown matrix file extension (expected .csr or .mtx)",
+                path.display()
+            ))),
+        }
+    }
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# C ABI gate (run after scripts/setup.sh): builds the release library, checks that the
+# committed header is current and the SONAME tracks the ABI, installs the C API into a
+# staging prefix, then builds the C and C++ examples and the threaded C test through
+# pkg-config and runs them plainly, under valgrind, and under AddressSanitizer (static lib).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SHARED=${DASHRANK_SHARED:-../shared}
+MODEL=models/waco-spmm
+OUT=target/ffi
+PREFIX=$PWD/$OUT/prefix
+[ -d "$MODEL" ] || { echo "error: $MODEL missing; run: bash scripts/setup.sh" >&2; exit 1; }
+
+need=()
+command -v valgrind >/dev/null || need+=(valgrind)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v gcc >/dev/null || need+=(gcc)
+command -v g++ >/dev/null || need+=(g++)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== installing ${need[*]} (apt)"
+  apt-get install -y "${need[@]}"
+fi
+
+echo "== release library"
+cargo build --release --lib
+
+echo "== header is current"
+bash scripts/gen-header.sh --check
+
+echo "== SONAME"
+abi=$(sed -n 's/^#define DASHRANK_ABI_VERSION \([0-9]*\)$/\1/p' include/dashrank.h)
+soname=$(readelf -d target/release/libdashrank.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+echo "libdashrank.so SONAME: $soname (ABI $abi)"
+[ "$soname" = "libdashrank.so.$abi" ] || { echo "error: SONAME does not track DASHRANK_ABI_VERSION" >&2; exit 1; }
+
+echo "== install into $PREFIX"
+rm -rf "$PREFIX"
+bash scripts/install-capi.sh --no-build "$PREFIX"
+export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
+CFLAGS_DR=$(pkg-config --cflags dashrank)
+LIBS_DR=$(pkg-config --libs dashrank)
+STATIC_DR="$PREFIX/lib/libdashrank.a $(pkg-config --variable=libdir dashrank >/dev/null; pkg-config --libs --static dashrank | sed 's/-ldashrank//')"
+WARN="-Wall -Wextra -Werror"
+RPATH="-Wl,-rpath,$PREFIX/lib"
+
+echo "== build (shared library, via pkg-config)"
+gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/taco_driver.c $LIBS_DR $RPATH -o $OUT/taco_driver
+gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/abi_test.c $LIBS_DR -lpthread $RPATH -o $OUT/abi_test
+g++ -std=c++17 $WARN -O1 -g $CFLAGS_DR ffi-examples/cpp/rank.cpp $LIBS_DR -lpthread $RPATH -o $OUT/rank_cpp
+echo "== build (AddressSanitizer, static library)"
+gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/taco_driver.c $STATIC_DR -o $OUT/taco_driver_asan
+gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/abi_test.c $STATIC_DR -lpthread -o $OUT/abi_test_asan
+g++ -std=c++17 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/cpp/rank.cpp $STATIC_DR -lpthread -o $OUT/rank_cpp_asan
+
+# Real data: a real WACO matrix (converted to .mtx for the C driver's own reader) and its
+# measured SuperSchedules for the C++ example.
+MATRIX=Trec6_16x16_9
+REAL_CSR=$SHARED/data/waco/matrices/$MATRIX.csr
+REAL_LINES=$SHARED/data/waco/collected/SpMM/$MATRIX.txt
+SMALL=ffi-examples/data/band96.mtx
+if [ -f "$REAL_CSR" ]; then
+  python3 - "$REAL_CSR" "$OUT/$MATRIX.mtx" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+r, c, n = struct.unpack_from("<3i", b)
+rp = struct.unpack_from(f"<{r+1}i", b, 12)
+ci = struct.unpack_from(f"<{n}i", b, 12 + 4 * (r + 1))
+with open(sys.argv[2], "w") as f:
+    f.write(f"%%MatrixMarket matrix coordinate pattern general\n{r} {c} {n}\n")
+    for i in range(r):
+        f.write("".join(f"{i+1} {ci[k]+1}\n" for k in range(rp[i], rp[i+1])))
+PY
+  REAL_MTX=$OUT/$MATRIX.mtx
+else
+  echo "note: $REAL_CSR not found; running on the bundled small matrix only"
+  REAL_CSR=$SMALL REAL_MTX=$SMALL
+  REAL_LINES=$OUT/lines.txt
+  printf '%s\n' "16 8 8 i1 k1 i0 k0 j1 j0 1 0 0 0 i1 48 16" "32 1 1 i1 k1 i0 k0 j1 j0 1 0 0 0 i1 48 1" > "$REAL_LINES"
+fi
+
+echo "== C: TACO-style driver, real matrix $MATRIX"
+$OUT/taco_driver $MODEL "$REAL_MTX" 5
+echo "== C: same matrix read by dashrank (.csr)"
+$OUT/taco_driver $MODEL "$REAL_CSR" 3 | tail -n 8
+echo "== C++: RAII wrapper, measured SuperSchedules of $MATRIX"
+$OUT/rank_cpp $MODEL "$REAL_CSR" "$REAL_LINES" 10
+echo "== C: misuse paths and one model shared by 4 pthreads"
+$OUT/abi_test $MODEL $SMALL 4
+
+VG="valgrind -q --error-exitcode=1 --leak-check=full --suppressions=ffi-examples/valgrind.supp"
+echo "== valgrind"
+$VG $OUT/taco_driver $MODEL $SMALL 3 > /dev/null
+$VG $OUT/abi_test $MODEL $SMALL 2 > /dev/null
+$VG $OUT/rank_cpp $MODEL $SMALL "$REAL_LINES" 3 > /dev/null
+echo "valgrind: clean"
+
+echo "== AddressSanitizer (+ LeakSanitizer)"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$PWD/ffi-examples/lsan.supp:print_suppressions=0
+$OUT/taco_driver_asan $MODEL "$REAL_MTX" 3 > /dev/null
+$OUT/abi_test_asan $MODEL $SMALL 4 > /dev/null
+$OUT/rank_cpp_asan $MODEL "$REAL_CSR" "$REAL_LINES" 3 > /dev/null
+echo "asan: clean"
+echo "== ffi: ok"

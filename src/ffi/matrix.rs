@@ -1,0 +1,119 @@
+//! Matrix handles: embed a CSR pattern (borrowed caller arrays) or a matrix file.
+
+use std::ffi::c_char;
+
+use crate::model::MatrixEmbedding;
+use crate::pattern::{CsrIndex, CsrView};
+use crate::{CostModel, CsrPattern};
+
+use super::boundary::{guard, try_mut, try_ref, try_slice, try_str, Failure, FfiResult};
+use super::model::dashrank_model;
+use super::status::dashrank_status;
+
+/// The embedding of one matrix under one model (opaque).
+///
+/// Owned by the caller, freed with `dashrank_matrix_free`. Immutable: any number of threads
+/// may read one handle at once. It does not keep its model alive, and it can only be scored
+/// with the model that made it (`DASHRANK_STATUS_INVALID_ARGUMENT` otherwise).
+pub struct dashrank_matrix {
+    pub(crate) embedding: MatrixEmbedding,
+}
+
+fn finish(out: &mut *mut dashrank_matrix, embedding: MatrixEmbedding) {
+    *out = Box::into_raw(Box::new(dashrank_matrix { embedding }));
+}
+
+unsafe fn embed_csr<I: CsrIndex>(
+    model: *const dashrank_model,
+    nrows: usize,
+    ncols: usize,
+    row_ptr: *const I,
+    col_idx: *const I,
+    nnz: usize,
+    out: *mut *mut dashrank_matrix,
+) -> FfiResult {
+    let out = unsafe { try_mut(out, "out") }?;
+    *out = std::ptr::null_mut();
+    let m = unsafe { try_ref(model, "model") }?;
+    let rows_plus_one = nrows
+        .checked_add(1)
+        .ok_or_else(|| Failure::new(dashrank_status::InvalidArgument, "nrows is too large"))?;
+    let row_ptr = unsafe { try_slice(row_ptr, rows_plus_one, "row_ptr") }?;
+    let col_idx = unsafe { try_slice(col_idx, nnz, "col_idx") }?;
+    let view = CsrView::new(nrows, ncols, row_ptr, col_idx)?;
+    let embedding = m.model.embed_matrix(&view.to_pattern())?;
+    finish(out, embedding);
+    Ok(())
+}
+
+/// Embeds a CSR sparsity pattern given as 32-bit arrays (TACO, SciPy `int32`).
+///
+/// `row_ptr` has `nrows + 1` entries starting at 0 and ending at `nnz`; `col_idx` has `nnz`
+/// entries (may be NULL when `nnz` is 0), unsorted within a row allowed, no duplicates.
+/// Values are not needed: only the pattern counts. The arrays are read during the call
+/// only (the caller keeps ownership). On success `*out` receives a new matrix; on failure
+/// NULL. A structural problem gives `DASHRANK_STATUS_PATTERN` naming the row.
+#[no_mangle]
+pub unsafe extern "C" fn dashrank_matrix_embed_csr_i32(
+    model: *const dashrank_model,
+    nrows: usize,
+    ncols: usize,
+    row_ptr: *const i32,
+    col_idx: *const i32,
+    nnz: usize,
+    out: *mut *mut dashrank_matrix,
+) -> dashrank_status {
+    guard(|| unsafe { embed_csr(model, nrows, ncols, row_ptr, col_idx, nnz, out) })
+}
+
+/// As `dashrank_matrix_embed_csr_i32`, with 64-bit arrays (SciPy/PyTorch `int64`).
+#[no_mangle]
+pub unsafe extern "C" fn dashrank_matrix_embed_csr_i64(
+    model: *const dashrank_model,
+    nrows: usize,
+    ncols: usize,
+    row_ptr: *const i64,
+    col_idx: *const i64,
+    nnz: usize,
+    out: *mut *mut dashrank_matrix,
+) -> dashrank_status {
+    guard(|| unsafe { embed_csr(model, nrows, ncols, row_ptr, col_idx, nnz, out) })
+}
+
+/// Reads and embeds a matrix file: WACO binary `.csr` or Matrix Market `.mtx`/`.mm`
+/// (by extension). On failure `*out` is NULL: `DASHRANK_STATUS_IO` (unreadable),
+/// `DASHRANK_STATUS_PATTERN` (malformed; the message names the line) or
+/// `DASHRANK_STATUS_INVALID_ARGUMENT` (unknown extension).
+#[no_mangle]
+pub unsafe extern "C" fn dashrank_matrix_embed_file(
+    model: *const dashrank_model,
+    path: *const c_char,
+    out: *mut *mut dashrank_matrix,
+) -> dashrank_status {
+    guard(|| {
+        let out = unsafe { try_mut(out, "out") }?;
+        *out = std::ptr::null_mut();
+        let m = unsafe { try_ref(model, "model") }?;
+        let path = unsafe { try_str(path, "path") }?;
+        let pattern = CsrPattern::read_file(path)?;
+        finish(out, m.model.embed_matrix(&pattern)?);
+        Ok(())
+    })
+}
+
+/// Frees the matrix in `*matrix` and sets `*matrix` to NULL. `*matrix` may be NULL
+/// (nothing happens); `matrix` itself must not be.
+#[no_mangle]
+pub unsafe extern "C" fn dashrank_matrix_free(
+    matrix: *mut *mut dashrank_matrix,
+) -> dashrank_status {
+    guard(|| {
+        let slot = unsafe { try_mut(matrix, "matrix") }?;
+        let p = std::mem::replace(slot, std::ptr::null_mut());
+        if !p.is_null() {
+            // SAFETY: `p` came from `Box::into_raw` in this module and is freed once.
+            drop(unsafe { Box::from_raw(p) });
+        }
+        Ok(())
+    })
+}
