@@ -34,6 +34,9 @@ echo "== Rust tests, tract backend (default features)"
 cargo test --release --all-targets
 cargo test --release --doc
 
+echo "== C ABI: header, SONAME, C/C++ examples, valgrind, ASan"
+bash scripts/ffi.sh
+
 echo "== Rust tests, ONNX Runtime backend (libonnxruntime from the onnxruntime wheel)"
 DASHRANK_ORT_LIB=$(bash scripts/ort-lib.sh) \
   cargo test --release --no-default-features --features onnxruntime,cli --all-targets
