@@ -18,6 +18,9 @@ pub mod schedule;
 
 pub use model::{Backend, LoadOptions, Model, ModelInfo};
 pub use pattern::CsrPattern;
-pub use rank::{CandidateSet, CandidateStatus, CostModel, Ranked};
+pub use rank::{
+    CandidateSet, CandidateStatus, CostModel, Ranked, SpaceCache, SpaceCandidates, SpaceTopK,
+    TuneResult,
+};
 
 pub use error::{Error, ErrorKind, Result};

@@ -4,6 +4,10 @@
 //! buffer) and WACO's three entry points (embed matrix, embed schedules, predict). Schedule-side
 //! work ([`CandidateSet`]) is done once per head and reused across matrices; matrix embeddings
 //! are cached per model.
+//!
+//! Whole schedule spaces ([`crate::schedule::space`]) are ranked with the default
+//! configuration always reported ([`Model::prepare_space`], [`Model::top_k_with_default`])
+//! and tuned with a measure callback ([`Model::tune`]); see [`SpaceCandidates`].
 
 use ndarray::Array2;
 
@@ -11,8 +15,12 @@ use crate::error::{Error, Result};
 use crate::model::{MatrixEmbedding, Model, ModelInfo};
 use crate::pattern::CsrPattern;
 
+mod measure;
+mod space;
 mod topk;
 
+pub use measure::{Measurement, TuneResult};
+pub use space::{SpaceCache, SpaceCandidateStatus, SpaceCandidates, SpaceRanked, SpaceTopK};
 pub use topk::top_k_indices;
 
 /// Whether a candidate could be encoded and scored.

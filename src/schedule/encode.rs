@@ -1,6 +1,7 @@
 //! Encoding schedules as `f32` rows for the schedule embedder (`docs/bundle-format.md` §5.1):
 //! fields in order, a `choice` as its value index, a `permutation` of `n` symbols as the
-//! flattened one-hot `P[symbol, position]` (row-major). Batches keep going past bad candidates.
+//! flattened one-hot `P[symbol, position]` (row-major), an `integer` as `log2(x)` or `x`.
+//! Batches keep going past bad candidates.
 
 use super::parse::Schedule;
 use super::schema::Schema;

@@ -2,13 +2,15 @@
 //!
 //! The set of kinds is closed ([`FieldKind`]) but built to grow. A kind is one parameter struct
 //! (e.g. [`ChoiceKind`]) implementing the private `KindCodec` trait (token count, encoded width,
-//! parse, check, encode, print, JSON parameters). To add a kind (say a numeric range for SPADE
-//! or GPU parameters):
+//! parse, check, encode, print, JSON parameters). To add a kind (as `integer` was added for
+//! COGNATE's matrix-dependent split sizes):
 //!
 //! 1. write its parameter struct and `impl KindCodec` for it;
 //! 2. add a [`FieldKind`] variant and its arm in `FieldKind::codec`;
 //! 3. add a [`FieldValue`] variant if no existing one fits;
-//! 4. register its JSON name and builder in `registry.rs`.
+//! 4. register its JSON name and builder in `registry.rs`;
+//! 5. re-export the parameter struct from `schedule/mod.rs` and document the kind in
+//!    `docs/bundle-format.md` §5.1.
 //!
 //! Nothing else in `schedule/` matches on kinds.
 
@@ -27,6 +29,8 @@ pub enum FieldValue {
     /// Loop order of a [`PermutationKind`] field: element `pos` is the index (into `symbols`)
     /// of the symbol at loop position `pos`, outermost first.
     Permutation(Vec<usize>),
+    /// The value of an [`IntegerKind`] field.
+    Integer(i64),
 }
 
 /// The kind of a schedule field, with its parameters (vocabulary, symbols, …).
@@ -40,10 +44,13 @@ pub enum FieldKind {
     /// `n` tokens using each of `n` symbols once; encoded as the flattened `n × n` one-hot
     /// matrix `P[symbol, position] = 1` (row-major, `n·n` columns).
     Permutation(PermutationKind),
+    /// One decimal integer in `[min, max]`; encoded as `log2(x)` or `x` (1 column).
+    Integer(IntegerKind),
 }
 
 impl FieldKind {
-    /// The kind's name as written in the schema JSON (`"choice"`, `"permutation"`).
+    /// The kind's name as written in the schema JSON (`"choice"`, `"permutation"`,
+    /// `"integer"`).
     pub fn name(&self) -> &'static str {
         self.codec().name()
     }
@@ -63,6 +70,7 @@ impl FieldKind {
         match self {
             FieldKind::Choice(k) => k,
             FieldKind::Permutation(k) => k,
+            FieldKind::Integer(k) => k,
         }
     }
 }
@@ -165,6 +173,89 @@ impl PermutationKind {
     /// The symbols, in encoding order (row order of the one-hot matrix).
     pub fn symbols(&self) -> &[String] {
         &self.symbols
+    }
+}
+
+/// How an `integer` field is written in the encoded row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IntegerEncoding {
+    /// `log2(x)` (the field's `min` is at least 1).
+    Log2,
+    /// `x` itself.
+    Linear,
+}
+
+impl IntegerEncoding {
+    /// Every encoding, in the order listed in error messages.
+    pub(crate) const ALL: &'static [IntegerEncoding] =
+        &[IntegerEncoding::Log2, IntegerEncoding::Linear];
+
+    /// The name used in the schema JSON (`"log2"`, `"linear"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            IntegerEncoding::Log2 => "log2",
+            IntegerEncoding::Linear => "linear",
+        }
+    }
+
+    /// The encoding called `name`, if any.
+    pub(crate) fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|e| e.name() == name)
+    }
+
+    /// The encoded column of `x`.
+    pub fn apply(self, x: i64) -> f32 {
+        match self {
+            IntegerEncoding::Log2 => (x as f64).log2() as f32,
+            IntegerEncoding::Linear => x as f32,
+        }
+    }
+}
+
+/// Parameters of an `integer` field: a decimal integer in `[min, max]` (inclusive).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntegerKind {
+    min: i64,
+    max: i64,
+    encode: IntegerEncoding,
+}
+
+impl IntegerKind {
+    /// An integer in `[min, max]` (checked by the registry's builder: `min <= max`, and
+    /// `min >= 1` for [`IntegerEncoding::Log2`]).
+    pub(crate) fn new(min: i64, max: i64, encode: IntegerEncoding) -> Self {
+        Self { min, max, encode }
+    }
+
+    /// Smallest accepted value.
+    pub fn min(&self) -> i64 {
+        self.min
+    }
+
+    /// Largest accepted value.
+    pub fn max(&self) -> i64 {
+        self.max
+    }
+
+    /// How the value is encoded (the JSON `encode` parameter).
+    pub fn encoding(&self) -> IntegerEncoding {
+        self.encode
+    }
+
+    fn range(&self) -> String {
+        format!("[{}, {}]", self.min, self.max)
+    }
+
+    fn check_range(&self, x: i64, value: String) -> Result<(), Rejection> {
+        if (self.min..=self.max).contains(&x) {
+            Ok(())
+        } else {
+            Err(Rejection {
+                value,
+                reason: format!("out of range {}", self.range()),
+            })
+        }
     }
 }
 
@@ -344,6 +435,66 @@ impl KindCodec for PermutationKind {
     }
 }
 
+impl KindCodec for IntegerKind {
+    fn name(&self) -> &'static str {
+        "integer"
+    }
+
+    fn token_count(&self) -> usize {
+        1
+    }
+
+    fn width(&self) -> usize {
+        1
+    }
+
+    fn parse(&self, tokens: &[&str]) -> Result<FieldValue, Rejection> {
+        let token = tokens.first().copied().unwrap_or_default();
+        // Decimal digits with an optional sign: no `1e3`, `0x10`, `1.0` or `_`.
+        let digits = token.strip_prefix(['+', '-']).unwrap_or(token);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Rejection {
+                value: token.to_owned(),
+                reason: format!("not a decimal integer in {}", self.range()),
+            });
+        }
+        // All digits: a parse failure is an overflow of i64, so out of range too.
+        let x = token.parse::<i64>().map_err(|_| Rejection {
+            value: token.to_owned(),
+            reason: format!("out of range {}", self.range()),
+        })?;
+        self.check_range(x, token.to_owned())?;
+        Ok(FieldValue::Integer(x))
+    }
+
+    fn check(&self, value: &FieldValue) -> Result<(), Rejection> {
+        match value {
+            FieldValue::Integer(x) => self.check_range(*x, x.to_string()),
+            other => Err(wrong_value_kind(other, self.name())),
+        }
+    }
+
+    fn encode(&self, value: &FieldValue, out: &mut [f32]) {
+        if let (FieldValue::Integer(x), Some(slot)) = (value, out.first_mut()) {
+            *slot = self.encode.apply(*x);
+        }
+    }
+
+    fn write(&self, value: &FieldValue, out: &mut String) {
+        if let FieldValue::Integer(x) = value {
+            let _ = write!(out, "{x}");
+        }
+    }
+
+    fn params(&self) -> Map<String, Value> {
+        let mut map = Map::new();
+        map.insert("min".into(), Value::from(self.min));
+        map.insert("max".into(), Value::from(self.max));
+        map.insert("encode".into(), Value::from(self.encode.name()));
+        map
+    }
+}
+
 impl PermutationKind {
     /// Checks that `order` uses each symbol index exactly once; the reason names the culprit.
     fn check_order(&self, order: &[usize]) -> Result<(), String> {
@@ -475,6 +626,62 @@ mod tests {
         };
         assert!(c.check(&FieldValue::Choice(2)).is_err());
         assert!(c.check(&FieldValue::Permutation(vec![0])).is_err());
+    }
+
+    #[test]
+    fn integer_parses_checks_encodes_and_prints() {
+        let k = IntegerKind::new(1, 1 << 20, IntegerEncoding::Log2);
+        assert_eq!(k.parse(&["1024"]).unwrap(), FieldValue::Integer(1024));
+        assert_eq!(k.parse(&["+0016"]).unwrap(), FieldValue::Integer(16));
+        assert_eq!(k.parse(&["1"]).unwrap(), FieldValue::Integer(1));
+        assert_eq!(k.parse(&["1048576"]).unwrap(), FieldValue::Integer(1 << 20));
+        for bad in ["0", "-4", "1048577", "99999999999999999999"] {
+            let e = k.parse(&[bad]).unwrap_err();
+            assert_eq!(e.value, bad);
+            assert_eq!(e.reason, "out of range [1, 1048576]", "{bad}");
+        }
+        for bad in [
+            "1.0",
+            "1e3",
+            "0x10",
+            "",
+            "+",
+            "ten",
+            "1_000",
+            "NUM_MATRIX_COLS",
+        ] {
+            let e = k.parse(&[bad]).unwrap_err();
+            assert_eq!(e.value, bad);
+            assert_eq!(e.reason, "not a decimal integer in [1, 1048576]", "{bad}");
+        }
+        let mut out = [9.0f32];
+        k.encode(&FieldValue::Integer(1024), &mut out);
+        assert_eq!(out, [10.0]);
+        k.encode(&FieldValue::Integer(1), &mut out);
+        assert_eq!(out, [0.0]);
+        k.encode(&FieldValue::Integer(48), &mut out);
+        assert!((out[0] - 48f32.log2()).abs() < 1e-6);
+        let mut s = String::new();
+        k.write(&FieldValue::Integer(16), &mut s);
+        assert_eq!(s, "16");
+        assert!(k.check(&FieldValue::Integer(0)).is_err());
+        assert!(k.check(&FieldValue::Integer(7)).is_ok());
+        assert!(k.check(&FieldValue::Choice(0)).is_err());
+        assert_eq!(k.width(), 1);
+        assert_eq!(k.token_count(), 1);
+
+        let lin = IntegerKind::new(-3, 3, IntegerEncoding::Linear);
+        let v = lin.parse(&["-3"]).unwrap();
+        lin.encode(&v, &mut out);
+        assert_eq!(out, [-3.0]);
+        assert_eq!(
+            lin.parse(&["4"]).unwrap_err().reason,
+            "out of range [-3, 3]"
+        );
+        let p = lin.params();
+        assert_eq!(p.get("min"), Some(&Value::from(-3)));
+        assert_eq!(p.get("max"), Some(&Value::from(3)));
+        assert_eq!(p.get("encode"), Some(&Value::from("linear")));
     }
 
     #[test]

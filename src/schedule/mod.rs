@@ -29,7 +29,9 @@ mod waco;
 mod tests;
 
 pub use encode::EncodedBatch;
-pub use kind::{ChoiceKind, ChoiceValues, FieldKind, FieldValue, PermutationKind};
+pub use kind::{
+    ChoiceKind, ChoiceValues, FieldKind, FieldValue, IntegerEncoding, IntegerKind, PermutationKind,
+};
 pub use parse::{ParsedLine, Schedule};
 pub use schema::{Field, Schema, TextFormat, SCHEMA_VERSION};
 pub use waco::{read_measured_file, read_measured_lines, split_measured};

@@ -1,18 +1,23 @@
-//! The field-kind registry: schema kind names (`choice`, `permutation`) mapped to builders
+//! The field-kind registry: schema kind names (`choice`, `permutation`, `integer`) mapped to builders
 //! that validate a field's JSON parameters into a [`FieldKind`]. An unknown name is a schema
 //! error naming the field (see `Schema::from_json`).
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::kind::{ChoiceKind, ChoiceValues, FieldKind, PermutationKind};
+use super::kind::{
+    ChoiceKind, ChoiceValues, FieldKind, IntegerEncoding, IntegerKind, PermutationKind,
+};
 
 /// Builds a kind from the field's JSON parameters (the object minus `name` and `kind`).
 type KindBuilder = fn(Map<String, Value>) -> Result<FieldKind, String>;
 
 /// Field kinds by their schema name. Order is the order listed in error messages.
-const REGISTRY: &[(&str, KindBuilder)] =
-    &[("choice", build_choice), ("permutation", build_permutation)];
+const REGISTRY: &[(&str, KindBuilder)] = &[
+    ("choice", build_choice),
+    ("permutation", build_permutation),
+    ("integer", build_integer),
+];
 
 /// Looks up the builder of a kind by its schema name.
 pub(crate) fn lookup(kind: &str) -> Option<KindBuilder> {
@@ -22,7 +27,7 @@ pub(crate) fn lookup(kind: &str) -> Option<KindBuilder> {
         .map(|&(_, build)| build)
 }
 
-/// The registered kind names, for error messages: `choice, permutation`.
+/// The registered kind names, for error messages: `choice, permutation, integer`.
 pub(crate) fn known_kinds() -> String {
     REGISTRY
         .iter()
@@ -109,6 +114,31 @@ fn build_permutation(params: Map<String, Value>) -> Result<FieldKind, String> {
     Ok(FieldKind::Permutation(PermutationKind::new(symbols)))
 }
 
+fn build_integer(params: Map<String, Value>) -> Result<FieldKind, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Params {
+        min: i64,
+        max: i64,
+        encode: String,
+    }
+    let Params { min, max, encode } = serde_json::from_value(Value::Object(params))
+        .map_err(|e| format!("bad 'integer' parameters: {e}"))?;
+    let encode = IntegerEncoding::from_name(&encode).ok_or_else(|| {
+        let known: Vec<&str> = IntegerEncoding::ALL.iter().map(|e| e.name()).collect();
+        format!("unknown encode '{encode}' (known: {})", known.join(", "))
+    })?;
+    if min > max {
+        return Err(format!("'min' ({min}) is greater than 'max' ({max})"));
+    }
+    if encode == IntegerEncoding::Log2 && min < 1 {
+        return Err(format!(
+            "'min' ({min}) must be at least 1 with encode 'log2'"
+        ));
+    }
+    Ok(FieldKind::Integer(IntegerKind::new(min, max, encode)))
+}
+
 fn first_duplicate<T: PartialEq>(items: &[T]) -> Option<&T> {
     items
         .iter()
@@ -131,11 +161,12 @@ mod tests {
     }
 
     #[test]
-    fn registry_knows_both_kinds() {
+    fn registry_knows_all_kinds() {
         assert!(lookup("choice").is_some());
         assert!(lookup("permutation").is_some());
+        assert!(lookup("integer").is_some());
         assert!(lookup("range").is_none());
-        assert_eq!(known_kinds(), "choice, permutation");
+        assert_eq!(known_kinds(), "choice, permutation, integer");
     }
 
     #[test]
@@ -170,5 +201,40 @@ mod tests {
         assert!(e.contains("cannot be a token"), "{e}");
         let e = build_permutation(params(json!({"symbols": ["i", "a=b"]}))).unwrap_err();
         assert!(e.contains("cannot be a token"), "{e}");
+    }
+
+    #[test]
+    fn integer_validates_its_parameters() {
+        let k = build_integer(params(json!({"min": 1, "max": 1048576, "encode": "log2"})));
+        match k.unwrap() {
+            FieldKind::Integer(k) => {
+                assert_eq!(
+                    (k.min(), k.max(), k.encoding()),
+                    (1, 1048576, IntegerEncoding::Log2)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(build_integer(params(json!({"min": 0, "max": 0, "encode": "linear"}))).is_ok());
+        assert!(build_integer(params(json!({"min": -5, "max": 5, "encode": "linear"}))).is_ok());
+        let e = build_integer(params(json!({"min": 8, "max": 4, "encode": "linear"}))).unwrap_err();
+        assert_eq!(e, "'min' (8) is greater than 'max' (4)");
+        let e = build_integer(params(json!({"min": 0, "max": 4, "encode": "log2"}))).unwrap_err();
+        assert_eq!(e, "'min' (0) must be at least 1 with encode 'log2'");
+        let e = build_integer(params(json!({"min": 1, "max": 4, "encode": "log10"}))).unwrap_err();
+        assert_eq!(e, "unknown encode 'log10' (known: log2, linear)");
+        let e = build_integer(params(json!({"min": 1, "max": 4}))).unwrap_err();
+        assert!(e.contains("missing field `encode`"), "{e}");
+        let e = build_integer(params(json!({"min": 1, "encode": "log2"}))).unwrap_err();
+        assert!(e.contains("missing field `max`"), "{e}");
+        let e = build_integer(params(
+            json!({"min": 1, "max": 4, "encode": "log2", "step": 2}),
+        ))
+        .unwrap_err();
+        assert!(e.contains("unknown field `step`"), "{e}");
+        let e = build_integer(params(json!({"min": 1.5, "max": 4, "encode": "log2"}))).unwrap_err();
+        assert!(e.starts_with("bad 'integer' parameters"), "{e}");
+        let e = build_integer(params(json!({"min": "1", "max": 4, "encode": "log2"}))).unwrap_err();
+        assert!(e.starts_with("bad 'integer' parameters"), "{e}");
     }
 }

@@ -124,9 +124,10 @@ impl Schema {
     ///
     /// Checks: version is [`SCHEMA_VERSION`]; `name` is non-empty; `text_format` is known;
     /// there is at least one field; field names are non-empty and unique; every field kind is
-    /// registered (`choice`, `permutation`) and its parameters are valid (choice `values`
-    /// non-empty, unique, all integers or all strings; permutation `symbols` non-empty and
-    /// unique; string values and symbols usable as text tokens).
+    /// registered (`choice`, `permutation`, `integer`) and its parameters are valid (choice
+    /// `values` non-empty, unique, all integers or all strings; permutation `symbols` non-empty
+    /// and unique; string values and symbols usable as text tokens; integer `min ≤ max`,
+    /// `encode` is `log2` (then `min ≥ 1`) or `linear`; unknown parameters rejected).
     ///
     /// # Errors
     ///
@@ -320,6 +321,29 @@ mod tests {
     }
 
     #[test]
+    fn integer_fields_layout_and_round_trip() {
+        let s = Schema::from_json(&with_fields(
+            r#"{"name": "i_split", "kind": "integer", "min": 1, "max": 1048576, "encode": "log2"},
+               {"name": "order", "kind": "permutation", "symbols": ["a", "b"]},
+               {"name": "bias", "kind": "integer", "min": -8, "max": 8, "encode": "linear"}"#,
+        ))
+        .unwrap();
+        assert_eq!(s.token_count(), 4);
+        assert_eq!(s.encoded_width(), 1 + 4 + 1);
+        let offsets: Vec<_> = s.fields().iter().map(|f| f.offset()).collect();
+        assert_eq!(offsets, [0, 1, 5]);
+        assert_eq!(s.field("bias").map(|f| f.kind().name()), Some("integer"));
+        let again = Schema::from_json(&s.to_json()).unwrap();
+        assert_eq!(s, again);
+        let json: Value = serde_json::from_str(&s.to_json()).unwrap();
+        assert_eq!(
+            json["fields"][0],
+            serde_json::json!({"name": "i_split", "kind": "integer", "min": 1,
+                               "max": 1048576, "encode": "log2"})
+        );
+    }
+
+    #[test]
     fn schema_is_send_sync() {
         fn check<T: Send + Sync>() {}
         check::<Schema>();
@@ -365,7 +389,7 @@ mod tests {
         ));
         assert_eq!(
             r,
-            "field 'a' (#0) has unknown kind 'range' (known kinds: choice, permutation)"
+            "field 'a' (#0) has unknown kind 'range' (known kinds: choice, permutation, integer)"
         );
         let r = reason(&with_fields(
             r#"{"name": "a", "kind": "choice", "values": []}"#,
@@ -378,6 +402,21 @@ mod tests {
             r,
             "field 'o' (#0): symbol 'i' appears more than once in 'symbols'"
         );
+        let r = reason(&with_fields(
+            r#"{"name": "n", "kind": "integer", "min": 0, "max": 4, "encode": "log2"}"#,
+        ));
+        assert_eq!(
+            r,
+            "field 'n' (#0): 'min' (0) must be at least 1 with encode 'log2'"
+        );
+        let r = reason(&with_fields(
+            r#"{"name": "n", "kind": "integer", "min": 1, "max": 4, "encode": "log2", "values": [1]}"#,
+        ));
+        assert!(
+            r.starts_with("field 'n' (#0): bad 'integer' parameters"),
+            "{r}"
+        );
+        assert!(r.contains("unknown field `values`"), "{r}");
         let r = reason(&with_fields(r#"{"name": "a", "values": [1]}"#));
         assert!(r.contains("missing field `kind`"), "{r}");
     }

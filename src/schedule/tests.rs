@@ -304,3 +304,86 @@ fn all_collected_spmm_lines() {
 fn all_collected_sddmm_lines() {
     check_collected("SDDMM", &sddmm(), &SDDMM_SYMBOLS, 6);
 }
+
+/// A COGNATE unified-form schema for SPADE lines (`I J K loop_1..loop_7 barrier bypass
+/// reorder`), with the splits as `integer` fields (SPADE's `J` is `NUM_MATRIX_COLS` for one
+/// of the four column-panel values, so no vocabulary can hold it).
+fn unified_spade() -> Schema {
+    let split = |name: &str| {
+        format!(
+            r#"{{"name": "{name}", "kind": "integer", "min": 1, "max": 1048576, "encode": "log2"}}"#
+        )
+    };
+    let flag = |name: &str| format!(r#"{{"name": "{name}", "kind": "choice", "values": [0, 1]}}"#);
+    let fields = [
+        split("i_split"),
+        split("j_split"),
+        split("k_split"),
+        format!(
+            r#"{{"name": "order", "kind": "permutation", "symbols": {}}}"#,
+            strings(&["1", "2", "3", "4", "5", "6", "7"])
+        ),
+        flag("barrier"),
+        flag("bypass"),
+        flag("reorder"),
+    ];
+    let json = format!(
+        r#"{{"name": "cognate-unified-spade", "version": 1, "text_format": "waco", "fields": [{}]}}"#,
+        fields.join(",")
+    );
+    Schema::from_json(&json).unwrap()
+}
+
+#[test]
+fn unified_spade_lines_parse_encode_and_print() {
+    use super::space::{Kernel, Mapped, MatrixShape, ScheduleSpace, SpadeSpace};
+    let schema = unified_spade();
+    assert_eq!(schema.encoded_width(), 3 + 49 + 3);
+    // The papers' worked example (appendix E).
+    let p = schema.parse_line("4 1024 32 6 7 2 4 1 3 5 0 0 0").unwrap();
+    let row = schema.encode(&p.schedule).unwrap();
+    assert_eq!(&row[..3], &[2.0, 10.0, 5.0]);
+    assert_eq!(row[3 + 5 * 7], 1.0, "segment 6 at position 0");
+    assert_eq!(schema.format(&p.schedule), "4 1024 32 6 7 2 4 1 3 5 0 0 0");
+
+    // The whole mapped space for a matrix whose column count is not a power of two.
+    let space = Mapped(SpadeSpace::new(Kernel::SpMM));
+    let list = space.candidates(&MatrixShape::new(1000, 4801, 20000));
+    let batch = schema.encode_batch(&list.lines());
+    assert_eq!(batch.len(), 256);
+    assert_eq!(batch.n_valid(), 256, "{:?}", batch.errors().next());
+    let all_cols = batch.row(list.default_index).unwrap();
+    assert!((all_cols[1] - 4801f32.log2()).abs() < 1e-5);
+
+    // Out of range and non-integer splits are per-candidate errors naming field and range.
+    let lines = [
+        "4 1024 32 6 7 2 4 1 3 5 0 0 0",
+        "4 2097152 32 6 7 2 4 1 3 5 0 0 0",
+        "0 1024 32 6 7 2 4 1 3 5 0 0 0",
+        "4 NUM_MATRIX_COLS 32 6 7 2 4 1 3 5 0 0 0",
+        "4 1024 32.5 6 7 2 4 1 3 5 0 0 0",
+    ];
+    let b = schema.encode_batch(&lines);
+    assert_eq!(b.index, [0]);
+    let errors: Vec<String> = b.errors().map(|(_, e)| e.to_string()).collect();
+    assert_eq!(
+        errors,
+        [
+            "invalid schedule #1 field 'j_split' value '2097152': out of range [1, 1048576]",
+            "invalid schedule #2 field 'i_split' value '0': out of range [1, 1048576]",
+            "invalid schedule #3 field 'j_split' value 'NUM_MATRIX_COLS': not a decimal \
+             integer in [1, 1048576]",
+            "invalid schedule #4 field 'k_split' value '32.5': not a decimal integer in \
+             [1, 1048576]",
+        ]
+    );
+
+    // Built values are checked against the range too.
+    let mut values = p.schedule.clone().into_values();
+    values[0] = FieldValue::Integer(0);
+    let e = schema.schedule_from_values(values).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid schedule field 'i_split' value '0': out of range [1, 1048576]"
+    );
+}

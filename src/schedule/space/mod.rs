@@ -204,7 +204,9 @@ pub trait ScheduleSpace {
     }
 
     /// The whole space for one matrix, with per-candidate status and the default injected
-    /// (appended when the enumeration does not contain it).
+    /// (appended when the enumeration does not contain it). Statuses follow the rule of
+    /// [`Self::status`] (validate, then the first earlier candidate with the same key), looked
+    /// up in a hash map so large spaces stay linear.
     fn candidates(&self, shape: &MatrixShape) -> CandidateList<Self::Config> {
         let mut configs = self.enumerate(shape);
         let default = self.default_config(shape);
@@ -215,11 +217,23 @@ pub trait ScheduleSpace {
                 configs.len() - 1
             }
         };
-        let mut keys = Vec::with_capacity(configs.len());
+        // The rule of `status`, with a hash map instead of a scan over the earlier keys: the
+        // scan is quadratic, hours on the 611k-line WACO SpMM space.
+        let mut first_with_key: std::collections::HashMap<String, usize> =
+            std::collections::HashMap::with_capacity(configs.len());
         let mut items = Vec::with_capacity(configs.len());
-        for config in configs {
-            let status = self.status(&config, shape, &keys);
-            keys.push(self.duplicate_key(&config, shape));
+        for (i, config) in configs.into_iter().enumerate() {
+            let key = self.duplicate_key(&config, shape);
+            let status = match self.validate(&config, shape) {
+                Err(e) => SpaceStatus::Invalid {
+                    reason: e.to_string(),
+                },
+                Ok(()) => match first_with_key.get(&key) {
+                    Some(&of) => SpaceStatus::Duplicate { of },
+                    None => SpaceStatus::Valid,
+                },
+            };
+            first_with_key.entry(key).or_insert(i);
             let line = self.to_line(&config);
             items.push(Candidate {
                 config,
