@@ -124,3 +124,8 @@ fn tiny_waco_fp16_matches_reference() {
 fn tiny_dash_with_max_pooling_and_two_heads_matches_reference() {
     check_fixture("tiny-dash");
 }
+
+#[test]
+fn tiny_cognate_with_cpu_spade_and_gpu_heads_matches_reference() {
+    check_fixture("tiny-cognate");
+}
