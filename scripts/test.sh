@@ -37,6 +37,9 @@ cargo test --release --doc
 echo "== C ABI: header, SONAME, C/C++ examples, valgrind, ASan"
 bash scripts/ffi.sh
 
+echo "== TVM FFI module: tvm_ffi.load_module from Python ranks SparseTIR configurations"
+CARGO_TARGET_DIR=target bash scripts/tvm.sh
+
 echo "== Rust tests, ONNX Runtime backend (libonnxruntime from the onnxruntime wheel)"
 DASHRANK_ORT_LIB=$(bash scripts/ort-lib.sh) \
   cargo test --release --no-default-features --features onnxruntime,cli --all-targets

@@ -15,6 +15,8 @@ pub mod model;
 pub mod pattern;
 pub mod rank;
 pub mod schedule;
+#[cfg(feature = "tvm")]
+mod tvm;
 
 pub use model::{Backend, LoadOptions, Model, ModelInfo};
 pub use pattern::CsrPattern;

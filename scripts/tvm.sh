@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# TVM FFI gate (run after scripts/setup.sh): installs the pinned `apache-tvm-ffi` into .venv if
+# missing, builds libdashrank.so and the CLI with `--features tvm` (the tvm-ffi crate's build
+# runs `tvm-ffi-config`, so .venv/bin goes on PATH), then runs the Python example, which loads
+# the library with `tvm_ffi.load_module`, ranks the SparseTIR SpMM space with the tiny-cognate
+# fixture's gpu-sparsetir/spmm head and compares with `dashrank rank --json`.
+#
+# The build goes to $CARGO_TARGET_DIR, by default target/tvm: a libdashrank.so built with
+# `--features tvm` links libtvm_ffi.so, so it is kept apart from target/release (which
+# scripts/ffi.sh installs and the C examples link).
+#
+# Extra arguments go to the example, e.g. `bash scripts/tvm.sh --k 5 --matrix m.csr`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/tvm}
+PY=.venv/bin/python
+[ -x "$PY" ] || { echo "error: $PY missing; run: bash scripts/setup.sh" >&2; exit 1; }
+
+REQ=ffi-examples/tvm/requirements.txt
+want=$(sed -n 's/^apache-tvm-ffi==//p' "$REQ")
+have=$("$PY" -c 'import importlib.metadata as m; print(m.version("apache-tvm-ffi"))' 2>/dev/null || true)
+if [ "$have" != "$want" ]; then
+  echo "== installing apache-tvm-ffi==$want into .venv (have: ${have:-none})"
+  .venv/bin/pip install -q -r "$REQ"
+fi
+export PATH=$PWD/.venv/bin:$PATH
+echo "== tvm-ffi-config --libdir: $(tvm-ffi-config --libdir)"
+
+echo "== cargo build --release --features tvm --lib --bin dashrank (target dir $CARGO_TARGET_DIR)"
+cargo build --release --features tvm --lib --bin dashrank
+TARGET=$(cargo metadata --format-version 1 --no-deps \
+  | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+LIB=$TARGET/release/libdashrank.so
+nm -D --defined-only "$LIB" | grep -q ' __tvm_ffi_dashrank_rank_csr$' \
+  || { echo "error: $LIB does not export __tvm_ffi_dashrank_rank_csr" >&2; exit 1; }
+
+echo "== ffi-examples/tvm/rank_sparsetir.py"
+"$PY" ffi-examples/tvm/rank_sparsetir.py --lib "$LIB" --cli "$TARGET/release/dashrank" "$@"
