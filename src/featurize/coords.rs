@@ -57,9 +57,14 @@ impl Coords {
     /// The output coordinates of a layer with output tensor stride `t_out`:
     /// `{(⌊r/t_out⌋·t_out, ⌊c/t_out⌋·t_out)}` with duplicates merged, sorted.
     pub fn strided(&self, t_out: u64) -> Self {
+        let pow2 = t_out.is_power_of_two();
         let snap = |v: u32| -> u32 {
             // The result is <= v, so it fits u32.
-            ((u64::from(v) / t_out) * t_out) as u32
+            if pow2 {
+                (u64::from(v) & !(t_out - 1)) as u32
+            } else {
+                ((u64::from(v) / t_out) * t_out) as u32
+            }
         };
         // Groups of consecutive input rows that snap to the same output row.
         let mut groups: Vec<(u32, usize, usize)> = Vec::new(); // (out row, first, end) in self.rows

@@ -78,6 +78,8 @@ pub(crate) struct Neighbours<'a> {
     cursors: Vec<(u32, usize, usize)>,
     /// The current point's `(κ, input point)` pairs, κ ascending.
     list: Vec<(u32, u32)>,
+    /// Index into `input.rows` where the search for the next output row starts.
+    row_pos: usize,
 }
 
 impl<'a> Neighbours<'a> {
@@ -88,23 +90,42 @@ impl<'a> Neighbours<'a> {
             geom,
             cursors: Vec::with_capacity(geom.k),
             list: Vec::with_capacity(geom.volume()),
+            row_pos: 0,
         }
     }
 
-    /// Positions the per-kernel-row cursors for output row coordinate `row`.
+    /// Positions the per-kernel-row cursors for output row coordinate `row`. Output rows
+    /// must be visited in ascending order: the input rows are found by a forward search
+    /// from where the previous output row's first kernel row was found.
     pub fn start_row(&mut self, row: u32) {
         let rows = &self.input.rows;
         self.cursors.clear();
+        let mut pos = self.row_pos;
+        let mut first = true;
         for (ir, &a) in self.geom.offsets.iter().enumerate() {
-            let target = i64::from(row) + a;
-            if let Some(i) = u32::try_from(target)
-                .ok()
-                .and_then(|t| rows.binary_search(&t).ok())
-            {
+            let Ok(t) = u32::try_from(i64::from(row) + a) else {
+                continue;
+            };
+            // First input row >= t: a few linear steps (the usual case), then bisection.
+            let mut steps = 0;
+            while pos < rows.len() && rows[pos] < t {
+                pos += 1;
+                steps += 1;
+                if steps == 4 {
+                    pos += rows[pos..].partition_point(|&r| r < t);
+                    break;
+                }
+            }
+            if first {
+                // The smallest valid target never decreases from one output row to the next.
+                self.row_pos = pos;
+                first = false;
+            }
+            if pos < rows.len() && rows[pos] == t {
                 self.cursors.push((
                     ir as u32,
-                    self.input.row_start[i],
-                    self.input.row_start[i + 1],
+                    self.input.row_start[pos],
+                    self.input.row_start[pos + 1],
                 ));
             }
         }
@@ -119,6 +140,24 @@ impl<'a> Neighbours<'a> {
     /// multiple of the offset step `d·t`, with `i_c` the quotient.
     #[inline]
     pub fn point(&mut self, col: u32) -> &[(u32, u32)] {
+        self.point_unsorted(col);
+        // Pairs arrive by kernel row; order by κ (a handful of entries: insertion sort).
+        let l = &mut self.list;
+        for i in 1..l.len() {
+            let mut j = i;
+            while j > 0 && l[j - 1].0 > l[j].0 {
+                l.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        &self.list
+    }
+
+    /// The same pairs as [`point`](Self::point) in *visiting* order instead of κ order: by
+    /// kernel row `i_r` ascending, then by column (`i_c`) ascending. The order depends only on
+    /// the coordinates. Columns must be visited in ascending order within a row.
+    #[inline]
+    pub fn point_unsorted(&mut self, col: u32) -> &[(u32, u32)] {
         let k = self.geom.k as u32;
         let offs = &self.geom.offsets;
         let step = self.geom.step;
@@ -150,15 +189,6 @@ impl<'a> Neighbours<'a> {
                     self.list.push((*ir + k * ic as u32, j as u32));
                 }
                 j += 1;
-            }
-        }
-        // Pairs arrive by kernel row; order by κ (a handful of entries: insertion sort).
-        let l = &mut self.list;
-        for i in 1..l.len() {
-            let mut j = i;
-            while j > 0 && l[j - 1].0 > l[j].0 {
-                l.swap(j - 1, j);
-                j -= 1;
             }
         }
         &self.list

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::coords::Coords;
-use super::ops::{MaxPool, Op, SparseConv, SparseValue, Value, SPARSE_DOMAIN};
+use super::ops::{BufferPool, MaxPool, Op, SparseConv, SparseValue, Value, SPARSE_DOMAIN};
 use super::rulebook::Geometry;
 use super::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
 use super::{FeaturizeOptions, FeaturizerGraph};
@@ -226,7 +226,10 @@ fn even_kernel_max_pool() {
         &[(0, 0), (0, 1), (1, 1), (2, 3)],
         vec![1.0, 5.0, 3.0, 7.0],
     ));
-    let Value::Sparse(y) = pool.run("m", &[&x], None).expect("runs") else {
+    let Value::Sparse(y) = pool
+        .run("m", &[&x], None, &BufferPool::default())
+        .expect("runs")
+    else {
         panic!("sparse expected")
     };
     assert_eq!(y.coords.cols, vec![0, 2]);
@@ -745,4 +748,113 @@ fn fused_relu_matches_unfused() {
         rb[4..].iter().any(|&v| v < 0.0),
         "unfused tap keeps negatives: {rb:?}"
     );
+}
+
+// === tiled conv path and buffer reuse ===
+
+/// Naive conv in `f64`: for every output point and κ, looks the input point up in a map.
+fn naive_conv(conv: &SparseConv, x: &SparseValue, out: &Coords) -> Vec<f64> {
+    let mut at = std::collections::HashMap::new();
+    for i in 0..x.coords.rows.len() {
+        for p in x.coords.row_range(i) {
+            at.insert(
+                (i64::from(x.coords.rows[i]), i64::from(x.coords.cols[p])),
+                p,
+            );
+        }
+    }
+    let (cin, cout, k) = (conv.cin, conv.cout, conv.geom.k);
+    let mut y = Vec::new();
+    for i in 0..out.rows.len() {
+        for p in out.row_range(i) {
+            let (r, c) = (i64::from(out.rows[i]), i64::from(out.cols[p]));
+            let mut acc = vec![0.0f64; cout];
+            for ic in 0..k {
+                for ir in 0..k {
+                    let key = (r + conv.geom.offsets[ir], c + conv.geom.offsets[ic]);
+                    let Some(&q) = at.get(&key) else { continue };
+                    let kappa = ir + k * ic;
+                    for ci in 0..cin {
+                        let xv = f64::from(x.feats[q * cin + ci]);
+                        for (co, a) in acc.iter_mut().enumerate() {
+                            *a += xv * f64::from(conv.weights[(kappa * cin + ci) * cout + co]);
+                        }
+                    }
+                }
+            }
+            for (co, a) in acc.iter_mut().enumerate() {
+                *a += conv.bias.as_ref().map_or(0.0, |b| f64::from(b[co]));
+                if conv.relu && *a < 0.0 {
+                    *a = 0.0;
+                }
+            }
+            y.extend(acc);
+        }
+    }
+    y
+}
+
+#[test]
+fn conv_paths_match_naive() {
+    let p = random_pattern(300, 9, 11);
+    let coords = Arc::new(Coords::from_pattern(&p));
+    let mut rng = Rng(5);
+    // (cin, cout, k, stride, relu): pointwise (cin < 4) and tiled paths, channel counts that
+    // exercise the 16-, 8- and 1-wide column blocks.
+    for &(cin, cout, k, stride, relu) in &[
+        (1, 32, 5, 1, true),
+        (3, 7, 3, 2, false),
+        (4, 16, 3, 1, false),
+        (5, 29, 3, 2, true),
+        (32, 32, 3, 2, true),
+        (8, 1, 2, 2, false),
+    ] {
+        let x = SparseValue {
+            coords: Arc::clone(&coords),
+            feats: (0..coords.len() * cin).map(|_| rng.uniform()).collect(),
+            channels: cin,
+        };
+        let conv = SparseConv {
+            geom: Geometry::new(k, 1, 1),
+            stride,
+            t_out: stride,
+            cin,
+            cout,
+            weights: (0..k * k * cin * cout).map(|_| rng.uniform()).collect(),
+            bias: Some((0..cout).map(|_| rng.uniform()).collect()),
+            relu,
+        };
+        let y = conv.run("c", &x).expect("runs");
+        let want = naive_conv(&conv, &x, &y.coords);
+        assert_eq!(y.feats.len(), want.len());
+        for (i, (&a, &b)) in y.feats.iter().zip(&want).enumerate() {
+            assert!(
+                (f64::from(a) - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "cin {cin} cout {cout} k {k} s {stride}: [{i}] {a} vs {b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn reused_buffers_give_identical_results() {
+    let spec = waco_like(32, 4, 9);
+    let opts = FeaturizeOptions { threads: Some(2) };
+    let (big, small) = (random_pattern(900, 15, 1), random_pattern(200, 5, 2));
+    let fresh = |p: &CsrPattern| {
+        FeaturizerGraph::from_spec(&spec)
+            .expect("valid")
+            .run(p, &opts)
+            .expect("runs")
+    };
+    let (want_big, want_small) = (fresh(&big), fresh(&small));
+    let g = FeaturizerGraph::from_spec(&spec).expect("valid");
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    for _ in 0..2 {
+        assert_eq!(bits(&g.run(&big, &opts).expect("runs")), bits(&want_big));
+        assert_eq!(
+            bits(&g.run(&small, &opts).expect("runs")),
+            bits(&want_small)
+        );
+    }
 }

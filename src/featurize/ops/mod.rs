@@ -13,7 +13,7 @@ mod relu;
 mod sparse_conv;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::coords::Coords;
 use super::spec::{AttrValue, NodeSpec, TensorSpec};
@@ -124,12 +124,92 @@ pub(crate) fn registry() -> &'static HashMap<(&'static str, &'static str), Build
     })
 }
 
+/// Feature buffers kept for reuse by later layers and later runs of a graph.
+///
+/// Large layer outputs (tens of MB) would otherwise be fresh `mmap`s on every layer of
+/// every run, and first-touch page faults cost about as much as the arithmetic. At most
+/// [`BufferPool::MAX_BUFFERS`] buffers are kept (the largest ones), so a graph holds on to
+/// roughly its largest few layer outputs between runs. A request is served only by a
+/// buffer of about its size (so that repeated runs on one pattern find each layer's buffer
+/// again at full length, without re-zeroing), otherwise by a fresh allocation.
+#[derive(Default)]
+pub(crate) struct BufferPool {
+    bufs: Mutex<Vec<Vec<f32>>>,
+}
+
+impl BufferPool {
+    /// Most buffers kept.
+    pub const MAX_BUFFERS: usize = 4;
+
+    /// A buffer of length `n` with **unspecified contents** (stale values from an earlier
+    /// use): callers must overwrite all of it. Takes a pooled buffer with capacity in
+    /// `n..=n + n/4`, preferring one whose length is already `≥ n`, else allocates.
+    pub fn take(&self, n: usize) -> Vec<f32> {
+        let pooled = {
+            let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
+            let fits = |v: &Vec<f32>| v.capacity() >= n && v.capacity() - n <= n / 4;
+            let pick = (0..bufs.len())
+                .filter(|&i| fits(&bufs[i]))
+                .min_by_key(|&i| (bufs[i].len() < n, bufs[i].capacity()));
+            pick.map(|i| bufs.swap_remove(i))
+        };
+        match pooled {
+            Some(mut v) => {
+                if v.len() >= n {
+                    v.truncate(n);
+                } else {
+                    v.resize(n, 0.0);
+                }
+                v
+            }
+            None => vec![0.0; n],
+        }
+    }
+
+    /// Returns a buffer to the pool (dropping the smallest one when over the limit).
+    pub fn give(&self, v: Vec<f32>) {
+        if v.capacity() == 0 {
+            return;
+        }
+        let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
+        bufs.push(v);
+        if bufs.len() > Self::MAX_BUFFERS {
+            if let Some(i) = (0..bufs.len()).min_by_key(|&i| bufs[i].capacity()) {
+                bufs.swap_remove(i);
+            }
+        }
+    }
+}
+
+impl Clone for BufferPool {
+    /// A clone starts with an empty pool.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.bufs.lock().map(|b| b.len()).unwrap_or(0);
+        f.debug_struct("BufferPool").field("buffers", &n).finish()
+    }
+}
+
 impl Op {
     /// Runs the op on its (already type-checked) inputs. `owned` is the first input when the
-    /// graph lets this node consume it (last use), for in-place ops.
-    pub fn run(&self, node: &str, inputs: &[&Value], owned: Option<Value>) -> Result<Value> {
+    /// graph lets this node consume it (last use), for in-place ops. Output feature buffers
+    /// come from `pool`.
+    pub fn run(
+        &self,
+        node: &str,
+        inputs: &[&Value],
+        owned: Option<Value>,
+        pool: &BufferPool,
+    ) -> Result<Value> {
         match self {
-            Op::Conv(c) => c.run(node, sparse(node, inputs, 0)?).map(Value::Sparse),
+            Op::Conv(c) => c
+                .run_with(node, sparse(node, inputs, 0)?, pool)
+                .map(Value::Sparse),
             Op::Relu => relu::run(node, inputs, owned),
             Op::MaxPool(m) => m.run(node, sparse(node, inputs, 0)?).map(Value::Sparse),
             Op::AvgPool => Ok(Value::Dense(avg_pool::run(sparse(node, inputs, 0)?))),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::kernel::{conv_task, split_by_tasks, ConvArgs};
-use super::{out_stride, window_attrs, BuildCtx, Built, Op, SparseValue, ValueType};
+use super::{out_stride, window_attrs, BufferPool, BuildCtx, Built, Op, SparseValue, ValueType};
 use crate::error::Result;
 use crate::featurize::rulebook::{tasks, Geometry};
 
@@ -82,14 +82,21 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
 }
 
 impl SparseConv {
-    /// Runs the layer.
-    pub fn run(&self, _node: &str, x: &SparseValue) -> Result<SparseValue> {
+    /// Runs the layer with a fresh buffer pool (tests).
+    #[cfg(test)]
+    pub fn run(&self, node: &str, x: &SparseValue) -> Result<SparseValue> {
+        self.run_with(node, x, &BufferPool::default())
+    }
+
+    /// Runs the layer with its output buffer taken from `pool`.
+    pub fn run_with(&self, _node: &str, x: &SparseValue, pool: &BufferPool) -> Result<SparseValue> {
         let coords = if self.stride == 1 {
             Arc::clone(&x.coords)
         } else {
             Arc::new(x.coords.strided(self.t_out))
         };
-        let mut feats = vec![0.0f32; coords.len() * self.cout];
+        // Every element is written by the conv tasks, so stale contents are fine.
+        let mut feats = pool.take(coords.len() * self.cout);
         let args = ConvArgs {
             input: &x.coords,
             in_feats: &x.feats,
