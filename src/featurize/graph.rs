@@ -57,10 +57,12 @@ struct Step {
 ///   input channels, or for `Cin = 1` even- and odd-position neighbours — that are added at
 ///   the end, then the bias.
 ///
-/// Global average pooling sums in `f64` over fixed chunks of points, then over chunks in
-/// order. The only machine-dependent choice is the inner-loop variant: on x86-64 CPUs with
-/// AVX2 and FMA the multiply-adds are fused, which can change the last bits relative to
-/// other CPUs.
+/// Global average pooling sums in `f64` per channel: over the conv tasks' blocks in point
+/// order, then the block sums in task order, when it reads a conv output (the conv sums
+/// its output right after writing it); otherwise over fixed chunks of 4096 points, then
+/// the chunk sums in order. The only machine-dependent choice is the inner-loop variant:
+/// on x86-64 CPUs with AVX2 and FMA the multiply-adds are fused, which can change the last
+/// bits relative to other CPUs.
 ///
 /// # Threads
 ///
@@ -249,6 +251,24 @@ impl FeaturizerGraph {
                 }
             }
         }
+        // Let a conv sum its output in its own pass when a global average pool reads it,
+        // directly or through the fused ReLU (`Forward` passes the value on unchanged).
+        let mut pooled: Vec<bool> = vec![false; n_slots];
+        for step in &steps {
+            if matches!(step.op, Op::AvgPool) {
+                pooled[step.inputs[0]] = true;
+            }
+        }
+        for step in steps.iter().rev() {
+            if matches!(step.op, Op::Forward) && pooled[step.output] {
+                pooled[step.inputs[0]] = true;
+            }
+        }
+        for step in &mut steps {
+            if let Op::Conv(conv) = &mut step.op {
+                conv.sums = pooled[step.output];
+            }
+        }
         for (si, step) in steps.iter_mut().enumerate() {
             let mut release: Vec<usize> = step
                 .inputs
@@ -307,6 +327,7 @@ impl FeaturizerGraph {
             coords: Arc::new(Coords::from_pattern(pattern)),
             feats: vec![1.0; n],
             channels: 1,
+            sums: None,
         }));
         let result = self.run_steps(&mut slots);
         // Hand every remaining feature buffer back to the pool.

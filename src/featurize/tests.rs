@@ -71,6 +71,7 @@ fn sparse_value(nrows: usize, ncols: usize, pts: &[(usize, u32)], feats: Vec<f32
         channels: feats.len() / c.len(),
         coords: Arc::new(c),
         feats,
+        sums: None,
     }
 }
 
@@ -97,6 +98,7 @@ fn kernel_offset_order_is_row_fastest() {
         weights: w.clone(),
         bias: None,
         relu: false,
+        sums: false,
     };
     let x = sparse_value(3, 3, &[(1, 1), (2, 1)], vec![1.0, 1.0]);
     let y = conv.run("c", &x).expect("runs");
@@ -131,6 +133,7 @@ fn multi_channel_conv() {
         weights: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
         bias: Some(vec![0.0, 0.0, 100.0]),
         relu: false,
+        sums: false,
     };
     let x = sparse_value(1, 2, &[(0, 0), (0, 1)], vec![1.0, 0.0, 0.5, 2.0]);
     let y = conv.run("c", &x).expect("runs");
@@ -150,6 +153,7 @@ fn strided_conv_merges_output_coordinates() {
         weights: vec![1.0; 9],
         bias: None,
         relu: false,
+        sums: false,
     };
     let x = sparse_value(4, 4, &[(0, 0), (0, 1), (1, 1), (3, 3)], vec![1.0; 4]);
     let y = conv.run("c", &x).expect("runs");
@@ -175,6 +179,7 @@ fn second_stride2_layer_uses_doubled_offsets() {
         weights: (0..9).map(|k| k as f32).collect(),
         bias: None,
         relu: false,
+        sums: false,
     };
     let pts = [(0, 0), (0, 2), (0, 4), (2, 0), (2, 2)];
     let x = sparse_value(3, 5, &pts, vec![1.0, 3.0, 5.0, 2.0, 4.0]);
@@ -813,6 +818,7 @@ fn conv_paths_match_naive() {
             coords: Arc::clone(&coords),
             feats: (0..coords.len() * cin).map(|_| rng.uniform()).collect(),
             channels: cin,
+            sums: None,
         };
         let conv = SparseConv {
             geom: Geometry::new(k, 1, 1),
@@ -823,6 +829,7 @@ fn conv_paths_match_naive() {
             weights: (0..k * k * cin * cout).map(|_| rng.uniform()).collect(),
             bias: Some((0..cout).map(|_| rng.uniform()).collect()),
             relu,
+            sums: false,
         };
         let y = conv.run("c", &x).expect("runs");
         let want = naive_conv(&conv, &x, &y.coords);

@@ -23,12 +23,17 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
 
 /// Mean over all points, per channel, accumulated in `f64`: each chunk of
 /// [`CHUNK_POINTS`] points is summed in point order, then the chunk sums in chunk order.
-/// An empty value (no points) pools to zeros.
+/// When the producing conv already summed its output (`x.sums`, per conv task in point
+/// order, then the task sums in task order), those sums are used instead. An empty value
+/// (no points) pools to zeros.
 pub(super) fn run(x: &SparseValue) -> Vec<f32> {
     let c = x.channels;
     let n = x.coords.len();
     if n == 0 || c == 0 {
         return vec![0.0; c];
+    }
+    if let Some(s) = x.sums.as_ref().filter(|s| s.len() == c) {
+        return s.iter().map(|t| (t / n as f64) as f32).collect();
     }
     let partials: Vec<Vec<f64>> = x
         .feats
@@ -45,7 +50,7 @@ pub(super) fn run(x: &SparseValue) -> Vec<f32> {
 }
 
 /// Per-channel sums of a `[m, c]` chunk, each in point order (starting from 0).
-fn chunk_sum(chunk: &[f32], c: usize) -> Vec<f64> {
+pub(super) fn chunk_sum(chunk: &[f32], c: usize) -> Vec<f64> {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked just above).

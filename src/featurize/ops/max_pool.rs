@@ -78,6 +78,7 @@ impl MaxPool {
             coords,
             feats,
             channels: c,
+            sums: None,
         })
     }
 }

@@ -58,6 +58,10 @@ pub(crate) struct SparseValue {
     pub feats: Vec<f32>,
     /// Feature channels.
     pub channels: usize,
+    /// Per-channel sums of `feats` over all points in `f64`, when the conv that produced the
+    /// value computed them in its output pass for a `SparseGlobalAvgPool` reading it (see
+    /// [`SparseConv::sums`]); `None` otherwise. An op that changes `feats` resets it.
+    pub sums: Option<Vec<f64>>,
 }
 
 /// A value at run time.

@@ -24,6 +24,7 @@ pub(super) fn run(node: &str, inputs: &[&Value], owned: Option<Value>) -> Result
         Some(Value::Sparse(s)) => s,
         _ => sparse(node, inputs, 0)?.clone(),
     };
+    v.sums = None; // the features change
     v.feats.par_chunks_mut(1 << 14).for_each(|chunk| {
         for x in chunk {
             if *x < 0.0 {

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::avg_pool::chunk_sum;
 use super::kernel::{conv_task, split_by_tasks, ConvArgs};
 use super::{out_stride, window_attrs, BufferPool, BuildCtx, Built, Op, SparseValue, ValueType};
 use crate::error::Result;
@@ -29,6 +30,10 @@ pub(crate) struct SparseConv {
     /// Apply ReLU to the output (set when the graph's only reader of this conv is a
     /// `SparseReLU`, which is then fused away).
     pub relu: bool,
+    /// Also return the per-channel sums of the output ([`SparseValue::sums`]), computed by
+    /// each task right after writing its block while it is still in cache (set when a
+    /// `SparseGlobalAvgPool` reads this conv's output, directly or through the fused ReLU).
+    pub sums: bool,
 }
 
 /// Builds a `SparseConv` node: inputs `x` (sparse), `W` `[k², Cin, Cout]`, optional bias
@@ -71,6 +76,7 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
             weights: w.data.clone(),
             bias,
             relu: false,
+            sums: false,
         }),
         value_inputs: vec![x],
         initializers: inits,
@@ -110,14 +116,30 @@ impl SparseConv {
         };
         let tasks = tasks(&coords);
         let blocks = split_by_tasks(&mut feats, &coords, &tasks, self.cout);
-        tasks
+        let cout = self.cout;
+        let want_sums = self.sums && cout > 0;
+        let partials: Vec<Option<Vec<f64>>> = tasks
             .into_par_iter()
             .zip(blocks)
-            .for_each(|(rows, dst)| conv_task(&args, rows, dst));
+            .map(|(rows, dst)| {
+                conv_task(&args, rows, dst);
+                want_sums.then(|| chunk_sum(dst, cout))
+            })
+            .collect();
+        let sums = want_sums.then(|| {
+            let mut total = vec![0.0f64; cout];
+            for p in partials.iter().flatten() {
+                for (t, v) in total.iter_mut().zip(p) {
+                    *t += v;
+                }
+            }
+            total
+        });
         Ok(SparseValue {
             coords,
             feats,
-            channels: self.cout,
+            channels: cout,
+            sums,
         })
     }
 }
