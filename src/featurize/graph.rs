@@ -1,7 +1,7 @@
 //! [`FeaturizerGraph`]: a validated, typed featurizer graph, and its execution.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use super::coords::Coords;
 use super::ops::{registry, BufferPool, BuildCtx, Op, SparseValue, Value, ValueType};
@@ -84,6 +84,9 @@ pub struct FeaturizerGraph {
     output_dim: usize,
     /// Released layer buffers, reused by later layers and runs.
     pool: BufferPool,
+    /// rayon pools for `threads: Some(n)`, created on first use and dropped with the graph
+    /// (not process-wide statics, so an embedding host that releases its model frees them).
+    thread_pools: Arc<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>>,
 }
 
 impl FeaturizerGraph {
@@ -292,6 +295,7 @@ impl FeaturizerGraph {
             output_slot,
             output_dim,
             pool: BufferPool::default(),
+            thread_pools: Arc::default(),
         })
     }
 
@@ -316,7 +320,7 @@ impl FeaturizerGraph {
         match opts.threads {
             None => self.run_here(pattern),
             Some(0) => Err(Error::invalid_argument("threads must be at least 1")),
-            Some(n) => pool(n)?.install(|| self.run_here(pattern)),
+            Some(n) => self.thread_pool(n)?.install(|| self.run_here(pattern)),
         }
     }
 
@@ -375,24 +379,22 @@ impl FeaturizerGraph {
     }
 }
 
-/// A shared rayon pool of `n` threads, created on first use.
-fn pool(n: usize) -> Result<Arc<rayon::ThreadPool>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    let mut pools = POOLS
-        .get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = pools.get(&n) {
-        return Ok(Arc::clone(p));
+impl FeaturizerGraph {
+    /// This graph's rayon pool of `n` threads, created on first use.
+    fn thread_pool(&self, n: usize) -> Result<Arc<rayon::ThreadPool>> {
+        let mut pools = self.thread_pools.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = pools.get(&n) {
+            return Ok(Arc::clone(p));
+        }
+        let p = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("dashrank-featurize-{i}"))
+            .build()
+            .map_err(|e| {
+                Error::invalid_argument(format!("cannot start {n} featurizer threads: {e}"))
+            })?;
+        let p = Arc::new(p);
+        pools.insert(n, Arc::clone(&p));
+        Ok(p)
     }
-    let p = rayon::ThreadPoolBuilder::new()
-        .num_threads(n)
-        .thread_name(|i| format!("dashrank-featurize-{i}"))
-        .build()
-        .map_err(|e| {
-            Error::invalid_argument(format!("cannot start {n} featurizer threads: {e}"))
-        })?;
-    let p = Arc::new(p);
-    pools.insert(n, Arc::clone(&p));
-    Ok(p)
 }
