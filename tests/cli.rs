@@ -35,12 +35,18 @@ fn real(kernel: &str) -> Option<PathBuf> {
     Some(model)
 }
 
+/// Runs the CLI. A build without `tract` (the ONNX Runtime test run of scripts/test.sh) gets
+/// `--backend onnxruntime --ort-lib $DASHRANK_ORT_LIB` on every command that loads a model, so
+/// the same tests cover both backends.
 fn dashrank(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dashrank"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("running dashrank")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dashrank"));
+    cmd.args(args).current_dir(repo());
+    if !cfg!(feature = "tract") && args.contains(&"--model") {
+        let lib = std::env::var("DASHRANK_ORT_LIB")
+            .expect("DASHRANK_ORT_LIB must name libonnxruntime (run `bash scripts/ort-lib.sh`)");
+        cmd.args(["--backend", "onnxruntime", "--ort-lib", &lib]);
+    }
+    cmd.output().expect("running dashrank")
 }
 
 fn text(bytes: &[u8]) -> String {
