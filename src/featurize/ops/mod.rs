@@ -3,7 +3,7 @@
 //! Each node type provides a builder that validates a [`NodeSpec`] against the types of the
 //! values flowing into it and returns a typed [`Op`] plus its output [`ValueType`]; and a
 //! run function over [`Value`]s. Unknown `(domain, op_type)` pairs are load errors naming the
-//! node (there is no placeholder op).
+//! node; nothing stands in for an unknown op.
 
 mod avg_pool;
 mod concat;
