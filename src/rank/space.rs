@@ -422,13 +422,7 @@ impl Model {
         candidates: &SpaceCandidates<C>,
         out: &mut [f32],
     ) -> Result<()> {
-        if out.len() != candidates.len() {
-            return Err(Error::invalid_argument(format!(
-                "output buffer holds {} scores but there are {} candidates",
-                out.len(),
-                candidates.len()
-            )));
-        }
+        // `score_into` checks the buffer length: the set has one entry per space candidate.
         self.score_into(matrix, &candidates.set, out)?;
         for (i, s) in out.iter_mut().enumerate() {
             if i != candidates.default_index && !candidates.is_ranked(i) {
