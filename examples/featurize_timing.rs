@@ -8,6 +8,8 @@
 //!
 //! `DIR` defaults to `../shared/data/waco/matrices`. Prints the median wall time of `run`
 //! per matrix for 2 threads and 1 thread, and checks the two results are bit-identical.
+//! With `DASHRANK_TRACE=1` it also prints the time of every featurizer step (the library's
+//! `log::trace!` records) to stderr.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -101,6 +103,19 @@ fn waco_graph(channels: usize, strided_layers: usize, mut seed: u64) -> GraphSpe
     }
 }
 
+/// Prints `log` records to stderr (enabled by `DASHRANK_TRACE`).
+struct StderrLogger;
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+    fn log(&self, record: &log::Record<'_>) {
+        eprintln!("{}", record.args());
+    }
+    fn flush(&self) {}
+}
+
 fn median_ms(
     graph: &FeaturizerGraph,
     p: &CsrPattern,
@@ -127,6 +142,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .next()
         .unwrap_or_else(|| "../shared/data/waco/matrices".into());
     let repeats: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(5);
+    if std::env::var_os("DASHRANK_TRACE").is_some() {
+        log::set_logger(&StderrLogger).map_err(|e| e.to_string())?;
+        log::set_max_level(log::LevelFilter::Trace);
+    }
     let graph = FeaturizerGraph::from_spec(&waco_graph(32, 13, 42))?;
     assert_eq!(graph.output_dim(), 448);
     let mut paths: Vec<_> = std::fs::read_dir(&dir)?

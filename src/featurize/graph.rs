@@ -4,7 +4,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use super::coords::Coords;
-use super::ops::{registry, BufferPool, BuildCtx, Op, SparseValue, Value, ValueType};
+use super::ops::{
+    registry, BufferPool, BuildCtx, Features, Memo, Op, SparseValue, Value, ValueType,
+};
 use super::spec::GraphSpec;
 use crate::error::{Error, Result};
 use crate::pattern::CsrPattern;
@@ -46,7 +48,14 @@ struct Step {
 ///
 /// `run` returns bit-identical results for any thread count on a given machine. Every
 /// output point of a conv layer is computed by one task; tasks are ranges of whole output
-/// rows fixed by the coordinates alone, and so is everything inside a task:
+/// rows fixed by the coordinates alone, and so is everything inside a task.
+///
+/// A conv reading a *memo* value (the pattern itself, whose points all carry 1.0, and conv
+/// outputs with few distinct receptive fields; see `ops::memo`) computes each distinct
+/// output row once from its key — the neighbours' `(κ, row id)` in visiting order — as the
+/// sum, starting from 0 in key order, of per-row products `table[id] · W[κ]` (each one sum
+/// over input channels in ascending order), then the bias. Row ids are numbered in
+/// first-occurrence order over tasks in task order. A conv reading dense features:
 ///
 /// - with `Cin ≥ 4` (tiled path), the task's points are split into consecutive tiles of 64
 ///   points; each output value is one sum, starting from 0, over the present neighbours in
@@ -57,9 +66,10 @@ struct Step {
 ///   input channels, or for `Cin = 1` even- and odd-position neighbours — that are added at
 ///   the end, then the bias.
 ///
-/// Global average pooling sums in `f64` per channel: over the conv tasks' blocks in point
-/// order, then the block sums in task order, when it reads a conv output (the conv sums
-/// its output right after writing it); otherwise over fixed chunks of 4096 points, then
+/// Global average pooling sums in `f64` per channel: for a memo value, each distinct row
+/// times its point count in row order; over the conv tasks' blocks in point order, then
+/// the block sums in task order, when it reads a dense conv output (the conv sums its
+/// output right after writing it); otherwise over fixed chunks of 4096 points, then
 /// the chunk sums in order. The only machine-dependent choice is the inner-loop variant:
 /// on x86-64 CPUs with AVX2 and FMA the multiply-adds are fused, which can change the last
 /// bits relative to other CPUs.
@@ -329,7 +339,8 @@ impl FeaturizerGraph {
         let n = pattern.nnz();
         slots[self.input_slot] = Some(Value::Sparse(SparseValue {
             coords: Arc::new(Coords::from_pattern(pattern)),
-            feats: vec![1.0; n],
+            // Every point of the pattern carries the value 1.
+            feats: Features::Memo(Memo::constant(n, vec![1.0])),
             channels: 1,
             sums: None,
         }));
@@ -337,14 +348,16 @@ impl FeaturizerGraph {
         // Hand every remaining feature buffer back to the pool.
         for v in slots.into_iter().flatten() {
             if let Value::Sparse(s) = v {
-                self.pool.give(s.feats);
+                s.release(&self.pool);
             }
         }
         result
     }
 
     fn run_steps(&self, slots: &mut [Option<Value>]) -> Result<Vec<f32>> {
+        let trace = log::log_enabled!(log::Level::Trace);
         for step in &self.steps {
+            let started = trace.then(std::time::Instant::now);
             let owned = if step.consumes_first {
                 slots[step.inputs[0]].take()
             } else {
@@ -364,8 +377,15 @@ impl FeaturizerGraph {
             };
             for &s in &step.release {
                 if let Some(Value::Sparse(v)) = slots[s].take() {
-                    self.pool.give(v.feats);
+                    v.release(&self.pool);
                 }
+            }
+            if let Some(t) = started {
+                log::trace!(
+                    "featurizer step '{}': {:.3} ms",
+                    step.name,
+                    t.elapsed().as_secs_f64() * 1e3
+                );
             }
             slots[step.output] = Some(value);
         }

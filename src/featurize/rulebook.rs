@@ -131,6 +131,13 @@ impl<'a> Neighbours<'a> {
         }
     }
 
+    /// The input rows of the current output row's window: `(i_r, first point, end)` for
+    /// each kernel row `i_r` whose input row is present, before any [`point`](Self::point)
+    /// call of the row.
+    pub fn row_ranges(&self) -> &[(u32, usize, usize)] {
+        &self.cursors
+    }
+
     /// The `(κ, input point)` pairs of the output point at column `col` of the current row,
     /// κ ascending. Columns must be visited in ascending order within a row.
     ///

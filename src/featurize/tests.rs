@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::coords::Coords;
-use super::ops::{BufferPool, MaxPool, Op, SparseConv, SparseValue, Value, SPARSE_DOMAIN};
+use super::ops::{
+    BufferPool, Features, MaxPool, Op, SparseConv, SparseValue, Value, SPARSE_DOMAIN,
+};
 use super::rulebook::Geometry;
 use super::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
 use super::{FeaturizeOptions, FeaturizerGraph};
@@ -70,7 +72,7 @@ fn sparse_value(nrows: usize, ncols: usize, pts: &[(usize, u32)], feats: Vec<f32
     SparseValue {
         channels: feats.len() / c.len(),
         coords: Arc::new(c),
-        feats,
+        feats: Features::Dense(feats),
         sums: None,
     }
 }
@@ -102,7 +104,7 @@ fn kernel_offset_order_is_row_fastest() {
     };
     let x = sparse_value(3, 3, &[(1, 1), (2, 1)], vec![1.0, 1.0]);
     let y = conv.run("c", &x).expect("runs");
-    assert_eq!(y.feats, vec![48.0, 24.0]);
+    assert_eq!(y.dense().to_vec(), vec![48.0, 24.0]);
 
     // Through a whole graph with bias 0.5: mean(48.5, 24.5) = 36.5.
     let spec = graph(
@@ -137,7 +139,7 @@ fn multi_channel_conv() {
     };
     let x = sparse_value(1, 2, &[(0, 0), (0, 1)], vec![1.0, 0.0, 0.5, 2.0]);
     let y = conv.run("c", &x).expect("runs");
-    assert_eq!(y.feats, vec![1.0, 2.0, 103.0, 8.5, 11.0, 113.5]);
+    assert_eq!(y.dense().to_vec(), vec![1.0, 2.0, 103.0, 8.5, 11.0, 113.5]);
 }
 
 #[test]
@@ -159,7 +161,7 @@ fn strided_conv_merges_output_coordinates() {
     let y = conv.run("c", &x).expect("runs");
     assert_eq!(y.coords.rows, vec![0, 2]);
     assert_eq!(y.coords.cols, vec![0, 2]);
-    assert_eq!(y.feats, vec![3.0, 2.0]);
+    assert_eq!(y.dense().to_vec(), vec![3.0, 2.0]);
 }
 
 #[test]
@@ -186,7 +188,7 @@ fn second_stride2_layer_uses_doubled_offsets() {
     let y = conv.run("c", &x).expect("runs");
     assert_eq!(y.coords.rows, vec![0]);
     assert_eq!(y.coords.cols, vec![0, 4]);
-    assert_eq!(y.feats, vec![67.0, 31.0]);
+    assert_eq!(y.dense().to_vec(), vec![67.0, 31.0]);
 
     // Graph: conv1 k1 s2 (W = 1) → conv2 k3 s2 (W[κ] = κ) → avg. All inputs are 1, so
     // (0,0) = 4+5+7+8 = 24, (0,4) = 1+2+4 = 7 → mean 15.5. Offsets ±1 would give (4 + 4)/2.
@@ -238,7 +240,7 @@ fn even_kernel_max_pool() {
         panic!("sparse expected")
     };
     assert_eq!(y.coords.cols, vec![0, 2]);
-    assert_eq!(y.feats, vec![5.0, 7.0]);
+    assert_eq!(y.dense().to_vec(), vec![5.0, 7.0]);
 }
 
 #[test]
@@ -769,6 +771,7 @@ fn naive_conv(conv: &SparseConv, x: &SparseValue, out: &Coords) -> Vec<f64> {
         }
     }
     let (cin, cout, k) = (conv.cin, conv.cout, conv.geom.k);
+    let xf = x.dense();
     let mut y = Vec::new();
     for i in 0..out.rows.len() {
         for p in out.row_range(i) {
@@ -780,7 +783,7 @@ fn naive_conv(conv: &SparseConv, x: &SparseValue, out: &Coords) -> Vec<f64> {
                     let Some(&q) = at.get(&key) else { continue };
                     let kappa = ir + k * ic;
                     for ci in 0..cin {
-                        let xv = f64::from(x.feats[q * cin + ci]);
+                        let xv = f64::from(xf[q * cin + ci]);
                         for (co, a) in acc.iter_mut().enumerate() {
                             *a += xv * f64::from(conv.weights[(kappa * cin + ci) * cout + co]);
                         }
@@ -816,7 +819,7 @@ fn conv_paths_match_naive() {
     ] {
         let x = SparseValue {
             coords: Arc::clone(&coords),
-            feats: (0..coords.len() * cin).map(|_| rng.uniform()).collect(),
+            feats: Features::Dense((0..coords.len() * cin).map(|_| rng.uniform()).collect()),
             channels: cin,
             sums: None,
         };
@@ -833,8 +836,9 @@ fn conv_paths_match_naive() {
         };
         let y = conv.run("c", &x).expect("runs");
         let want = naive_conv(&conv, &x, &y.coords);
-        assert_eq!(y.feats.len(), want.len());
-        for (i, (&a, &b)) in y.feats.iter().zip(&want).enumerate() {
+        let got = y.dense();
+        assert_eq!(got.len(), want.len());
+        for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
             assert!(
                 (f64::from(a) - b).abs() <= 1e-5 * (1.0 + b.abs()),
                 "cin {cin} cout {cout} k {k} s {stride}: [{i}] {a} vs {b}"

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::{BuildCtx, Built, Op, SparseValue, ValueType};
+use super::{BuildCtx, Built, Features, Op, SparseValue, ValueType};
 use crate::error::Result;
 
 /// Points per partial sum; fixed, so the summation order never depends on the thread count.
@@ -25,7 +25,8 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
 /// [`CHUNK_POINTS`] points is summed in point order, then the chunk sums in chunk order.
 /// When the producing conv already summed its output (`x.sums`, per conv task in point
 /// order, then the task sums in task order), those sums are used instead. An empty value
-/// (no points) pools to zeros.
+/// (no points) pools to zeros. A memo value sums each distinct row times its point count,
+/// in row order.
 pub(super) fn run(x: &SparseValue) -> Vec<f32> {
     let c = x.channels;
     let n = x.coords.len();
@@ -35,8 +36,13 @@ pub(super) fn run(x: &SparseValue) -> Vec<f32> {
     if let Some(s) = x.sums.as_ref().filter(|s| s.len() == c) {
         return s.iter().map(|t| (t / n as f64) as f32).collect();
     }
-    let partials: Vec<Vec<f64>> = x
-        .feats
+    let feats = match &x.feats {
+        Features::Dense(f) => f,
+        Features::Memo(m) => {
+            return m.sums(c).iter().map(|t| (t / n as f64) as f32).collect();
+        }
+    };
+    let partials: Vec<Vec<f64>> = feats
         .par_chunks(CHUNK_POINTS * c)
         .map(|chunk| chunk_sum(chunk, c))
         .collect();

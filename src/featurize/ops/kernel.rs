@@ -195,12 +195,24 @@ fn tile_gemm<const FMA: bool>(a: &ConvArgs<'_>, buckets: &mut [Vec<(u32, u32)>],
         for group in pairs.chunks(MR) {
             let x = a.in_feats;
             match group.len() {
-                6 => group_gemm::<6, FMA>(tile, group, x, w, cin, cout, started),
-                5 => group_gemm::<5, FMA>(tile, group, x, w, cin, cout, started),
-                4 => group_gemm::<4, FMA>(tile, group, x, w, cin, cout, started),
-                3 => group_gemm::<3, FMA>(tile, group, x, w, cin, cout, started),
-                2 => group_gemm::<2, FMA>(tile, group, x, w, cin, cout, started),
-                _ => group_gemm::<1, FMA>(tile, group, x, w, cin, cout, started),
+                6 => {
+                    group_gemm::<6, FMA>(tile, group, x, w, cin, cout, |o| started & (1 << o) == 0)
+                }
+                5 => {
+                    group_gemm::<5, FMA>(tile, group, x, w, cin, cout, |o| started & (1 << o) == 0)
+                }
+                4 => {
+                    group_gemm::<4, FMA>(tile, group, x, w, cin, cout, |o| started & (1 << o) == 0)
+                }
+                3 => {
+                    group_gemm::<3, FMA>(tile, group, x, w, cin, cout, |o| started & (1 << o) == 0)
+                }
+                2 => {
+                    group_gemm::<2, FMA>(tile, group, x, w, cin, cout, |o| started & (1 << o) == 0)
+                }
+                _ => {
+                    group_gemm::<1, FMA>(tile, group, x, w, cin, cout, |o| started & (1 << o) == 0)
+                }
             }
             for &(o, _) in group {
                 started |= 1 << o;
@@ -217,8 +229,8 @@ fn tile_gemm<const FMA: bool>(a: &ConvArgs<'_>, buckets: &mut [Vec<(u32, u32)>],
 }
 
 /// `tile[o_r] += x[i_r] · w` for the `M` pairs `(o_r, i_r)` of `group` (distinct `o_r`), in
-/// blocks of 16, 8 and 1 output channels; a row whose bit is clear in `started` starts from
-/// 0 instead of its stale contents.
+/// blocks of 16, 8 and 1 output channels; a row with `fresh(o_r)` starts from 0 instead of
+/// its stale contents.
 #[inline(always)]
 fn group_gemm<const M: usize, const FMA: bool>(
     tile: &mut [f32],
@@ -227,7 +239,7 @@ fn group_gemm<const M: usize, const FMA: bool>(
     w: &[f32],
     cin: usize,
     cout: usize,
-    started: u64,
+    fresh: impl Fn(u32) -> bool,
 ) {
     let Ok(group) = <&[(u32, u32); M]>::try_from(group) else {
         unreachable!("group of M pairs")
@@ -236,7 +248,7 @@ fn group_gemm<const M: usize, const FMA: bool>(
     let rows = Rows::<M> {
         xs: std::array::from_fn(|r| &x[group[r].1 as usize * cin..][..cin]),
         os: std::array::from_fn(|r| group[r].0 as usize * cout),
-        fresh: std::array::from_fn(|r| started & (1 << group[r].0) == 0),
+        fresh: std::array::from_fn(|r| fresh(group[r].0)),
     };
     assert!(rows.os.iter().all(|&o| o + cout <= tile.len()) && w.len() == cin * cout);
     let mut j0 = 0;
@@ -552,6 +564,75 @@ fn block32_avx2(dst: &mut [f32], mut list: &[(u32, u32)], a: &ConvArgs<'_>, j0: 
         let v = _mm256_add_ps(e[i], o[i]);
         // SAFETY: `dst` has 32 elements and `8 * i + 8 <= 32`; unaligned store.
         unsafe { _mm256_storeu_ps(dst.as_mut_ptr().add(8 * i), v) };
+    }
+}
+
+/// `P[κ][id] = table[id] · W[κ]` for every kernel offset `κ < volume` and table row
+/// `id < u`, as `[volume, u, cout]`: each value one sum over the input channels in
+/// ascending order, starting from 0 (the tiled path's micro-kernel, all rows fresh).
+pub(crate) fn products(
+    table: &[f32],
+    u: usize,
+    cin: usize,
+    weights: &[f32],
+    volume: usize,
+    cout: usize,
+) -> Vec<f32> {
+    use rayon::prelude::*;
+    /// Table rows per parallel chunk.
+    const ROWS: usize = 256;
+    let mut p = vec![0.0f32; volume * u * cout];
+    if u == 0 || cout == 0 || cin == 0 {
+        return p;
+    }
+    p.par_chunks_mut(u * cout)
+        .enumerate()
+        .for_each(|(kappa, block)| {
+            let w = &weights[kappa * cin * cout..][..cin * cout];
+            block
+                .par_chunks_mut(ROWS * cout)
+                .enumerate()
+                .for_each(|(c, dst)| {
+                    let first = (c * ROWS) as u32;
+                    #[cfg(target_arch = "x86_64")]
+                    if has_avx2_fma() {
+                        // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+                        unsafe { rows_gemm_avx2(table, first, cin, w, cout, dst) };
+                        return;
+                    }
+                    rows_gemm::<false>(table, first, cin, w, cout, dst);
+                });
+        });
+    p
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn rows_gemm_avx2(x: &[f32], first: u32, cin: usize, w: &[f32], cout: usize, dst: &mut [f32]) {
+    rows_gemm::<true>(x, first, cin, w, cout, dst);
+}
+
+/// `dst[o] = x[first + o] · w` for every row `o` of `dst` (`[m, cout]`).
+#[inline(always)]
+fn rows_gemm<const FMA: bool>(
+    x: &[f32],
+    first: u32,
+    cin: usize,
+    w: &[f32],
+    cout: usize,
+    dst: &mut [f32],
+) {
+    let m = (dst.len() / cout) as u32;
+    let pairs: Vec<(u32, u32)> = (0..m).map(|o| (o, first + o)).collect();
+    for group in pairs.chunks(MR) {
+        match group.len() {
+            6 => group_gemm::<6, FMA>(dst, group, x, w, cin, cout, |_| true),
+            5 => group_gemm::<5, FMA>(dst, group, x, w, cin, cout, |_| true),
+            4 => group_gemm::<4, FMA>(dst, group, x, w, cin, cout, |_| true),
+            3 => group_gemm::<3, FMA>(dst, group, x, w, cin, cout, |_| true),
+            2 => group_gemm::<2, FMA>(dst, group, x, w, cin, cout, |_| true),
+            _ => group_gemm::<1, FMA>(dst, group, x, w, cin, cout, |_| true),
+        }
     }
 }
 

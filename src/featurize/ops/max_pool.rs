@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::kernel::{max_pool_task, split_by_tasks};
-use super::{out_stride, window_attrs, BuildCtx, Built, Op, SparseValue, ValueType};
+use super::{out_stride, window_attrs, BuildCtx, Built, Features, Op, SparseValue, ValueType};
 use crate::error::Result;
 use crate::featurize::rulebook::{tasks, Geometry};
 
@@ -71,12 +71,13 @@ impl MaxPool {
         let mut feats = vec![0.0f32; coords.len() * c];
         let tasks = tasks(&coords);
         let blocks = split_by_tasks(&mut feats, &coords, &tasks, c);
+        let in_feats = x.dense();
         tasks.into_par_iter().zip(blocks).for_each(|(rows, dst)| {
-            max_pool_task(&x.coords, &x.feats, c, &coords, &self.geom, rows, dst)
+            max_pool_task(&x.coords, &in_feats, c, &coords, &self.geom, rows, dst)
         });
         Ok(SparseValue {
             coords,
-            feats,
+            feats: Features::Dense(feats),
             channels: c,
             sums: None,
         })

@@ -9,9 +9,11 @@ mod avg_pool;
 mod concat;
 mod kernel;
 mod max_pool;
+mod memo;
 mod relu;
 mod sparse_conv;
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -20,6 +22,7 @@ use super::spec::{AttrValue, NodeSpec, TensorSpec};
 use crate::error::{Error, Result};
 
 pub(crate) use max_pool::MaxPool;
+pub(crate) use memo::Memo;
 pub(crate) use sparse_conv::SparseConv;
 
 /// Domain of the sparse node types.
@@ -54,14 +57,44 @@ pub(crate) enum ValueType {
 pub(crate) struct SparseValue {
     /// The points (shared between values with the same coordinates, e.g. across ReLU).
     pub coords: Arc<Coords>,
-    /// `[coords.len(), channels]`, row-major.
-    pub feats: Vec<f32>,
+    /// The features of the points.
+    pub feats: Features,
     /// Feature channels.
     pub channels: usize,
     /// Per-channel sums of `feats` over all points in `f64`, when the conv that produced the
     /// value computed them in its output pass for a `SparseGlobalAvgPool` reading it (see
     /// [`SparseConv::sums`]); `None` otherwise. An op that changes `feats` resets it.
     pub sums: Option<Vec<f64>>,
+}
+
+/// The `[n, channels]` features of a sparse value.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Features {
+    /// `[n, channels]`, row-major.
+    Dense(Vec<f32>),
+    /// One row per distinct receptive field (see [`memo`]).
+    Memo(Memo),
+}
+
+impl SparseValue {
+    /// The `[n, channels]` features, expanded from the memo table if needed.
+    pub fn dense(&self) -> Cow<'_, [f32]> {
+        match &self.feats {
+            Features::Dense(v) => Cow::Borrowed(v),
+            Features::Memo(m) => {
+                let mut v = vec![0.0; self.coords.len() * self.channels];
+                m.expand(self.channels, &mut v);
+                Cow::Owned(v)
+            }
+        }
+    }
+
+    /// Hands a dense feature buffer back to `pool`.
+    pub fn release(self, pool: &BufferPool) {
+        if let Features::Dense(v) = self.feats {
+            pool.give(v);
+        }
+    }
 }
 
 /// A value at run time.

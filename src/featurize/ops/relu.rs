@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use super::{sparse, BuildCtx, Built, Op, Value};
+use super::{sparse, BuildCtx, Built, Features, Op, Value};
 use crate::error::Result;
 
 /// Builds a `SparseReLU` node: one sparse input, no attributes.
@@ -25,7 +25,11 @@ pub(super) fn run(node: &str, inputs: &[&Value], owned: Option<Value>) -> Result
         _ => sparse(node, inputs, 0)?.clone(),
     };
     v.sums = None; // the features change
-    v.feats.par_chunks_mut(1 << 14).for_each(|chunk| {
+    let feats = match &mut v.feats {
+        Features::Dense(f) => f,
+        Features::Memo(m) => &mut m.table,
+    };
+    feats.par_chunks_mut(1 << 14).for_each(|chunk| {
         for x in chunk {
             if *x < 0.0 {
                 *x = 0.0;

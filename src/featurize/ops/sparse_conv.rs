@@ -6,8 +6,12 @@ use rayon::prelude::*;
 
 use super::avg_pool::chunk_sum;
 use super::kernel::{conv_task, split_by_tasks, ConvArgs};
-use super::{out_stride, window_attrs, BufferPool, BuildCtx, Built, Op, SparseValue, ValueType};
+use super::{
+    memo, out_stride, window_attrs, BufferPool, BuildCtx, Built, Features, Op, SparseValue,
+    ValueType,
+};
 use crate::error::Result;
+use crate::featurize::coords::Coords;
 use crate::featurize::rulebook::{tasks, Geometry};
 
 /// A validated sparse convolution layer.
@@ -94,18 +98,45 @@ impl SparseConv {
         self.run_with(node, x, &BufferPool::default())
     }
 
-    /// Runs the layer with its output buffer taken from `pool`.
+    /// Runs the layer with its output buffer taken from `pool`. A memo input goes through
+    /// [`memo::conv`] when its per-row products are cheaper than a direct conv; otherwise it
+    /// is expanded first.
     pub fn run_with(&self, _node: &str, x: &SparseValue, pool: &BufferPool) -> Result<SparseValue> {
         let coords = if self.stride == 1 {
             Arc::clone(&x.coords)
         } else {
             Arc::new(x.coords.strided(self.t_out))
         };
+        match &x.feats {
+            Features::Memo(m)
+                if memo::worth_it(m, self.cin, self.geom.volume(), x.coords.len()) =>
+            {
+                Ok(memo::conv(self, x, m, coords, pool))
+            }
+            Features::Memo(m) => {
+                let mut dense = pool.take(x.coords.len() * self.cin);
+                m.expand(self.cin, &mut dense);
+                let y = self.run_dense(x, &dense, coords, pool);
+                pool.give(dense);
+                Ok(y)
+            }
+            Features::Dense(f) => Ok(self.run_dense(x, f, coords, pool)),
+        }
+    }
+
+    /// The direct conv: per output point over its neighbour pairs (see [`conv_task`]).
+    fn run_dense(
+        &self,
+        x: &SparseValue,
+        in_feats: &[f32],
+        coords: Arc<Coords>,
+        pool: &BufferPool,
+    ) -> SparseValue {
         // Every element is written by the conv tasks, so stale contents are fine.
         let mut feats = pool.take(coords.len() * self.cout);
         let args = ConvArgs {
             input: &x.coords,
-            in_feats: &x.feats,
+            in_feats,
             cin: self.cin,
             out: &coords,
             geom: &self.geom,
@@ -135,11 +166,11 @@ impl SparseConv {
             }
             total
         });
-        Ok(SparseValue {
+        SparseValue {
             coords,
-            feats,
+            feats: Features::Dense(feats),
             channels: cout,
             sums,
-        })
+        }
     }
 }
