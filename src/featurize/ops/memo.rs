@@ -261,8 +261,8 @@ fn mask_pairs(mask: u64, k: u32) -> impl Iterator<Item = (u32, u32)> {
 /// Bitmap layout for neighbour masks of one conv: input columns in units of the input
 /// tensor stride, shifted right by `pad` so every window starts at a non-negative bit.
 struct MaskGeometry {
-    /// Input tensor stride (columns are multiples of it).
-    t_in: u64,
+    /// `log2` of the input tensor stride (columns are multiples of it).
+    t_shift: u32,
     /// Distance between offsets in units of `t_in` (the dilation).
     dilation: usize,
     /// First offset in units of `t_in`, plus `pad`.
@@ -282,15 +282,19 @@ impl MaskGeometry {
             return None;
         }
         let t_in = conv.t_out / conv.stride;
-        let dilation = usize::try_from(conv.geom.step / t_in.max(1)).ok()?;
+        if !t_in.is_power_of_two() {
+            return None;
+        }
+        let t_shift = t_in.trailing_zeros();
+        let dilation = usize::try_from(conv.geom.step >> t_shift).ok()?;
         let max_col = input.cols.par_iter().copied().max().unwrap_or(0);
         let pad = i64::try_from(k * dilation).ok()?;
-        let width = u64::from(max_col) / t_in.max(1) + 2 * pad as u64 + 64;
+        let width = (u64::from(max_col) >> t_shift) + 2 * pad as u64 + 64;
         let words = usize::try_from(width / 64 + 2).ok()?;
         (words.checked_mul(k)? <= Self::MAX_WORDS).then(|| Self {
-            t_in: t_in.max(1),
+            t_shift,
             dilation,
-            first: conv.geom.offsets[0] / t_in.max(1) as i64 + pad,
+            first: (conv.geom.offsets[0] >> t_shift) + pad,
             pad,
             words,
         })
@@ -326,11 +330,6 @@ impl<'a> MaskScanner<'a> {
         }
     }
 
-    #[inline]
-    fn bit_index(&self, col: u32) -> usize {
-        (u64::from(col) / self.g.t_in) as usize + self.g.pad as usize
-    }
-
     fn start_row(&mut self, row: u32) {
         self.nb.start_row(row);
         self.set.clear();
@@ -338,7 +337,7 @@ impl<'a> MaskScanner<'a> {
         for &(ir, start, end) in &self.set {
             let base = ir as usize * self.g.words;
             for &c in &self.input.cols[start..end] {
-                let i = (u64::from(c) / self.g.t_in) as usize + self.g.pad as usize;
+                let i = (c >> self.g.t_shift) as usize + self.g.pad as usize;
                 self.bits[base + i / 64] |= 1 << (i % 64);
             }
         }
@@ -348,7 +347,7 @@ impl<'a> MaskScanner<'a> {
         for &(ir, start, end) in &self.set {
             let base = ir as usize * self.g.words;
             for &c in &self.input.cols[start..end] {
-                let i = (u64::from(c) / self.g.t_in) as usize + self.g.pad as usize;
+                let i = (c >> self.g.t_shift) as usize + self.g.pad as usize;
                 self.bits[base + i / 64] = 0;
             }
         }
@@ -359,7 +358,7 @@ impl<'a> MaskScanner<'a> {
     #[inline]
     fn mask(&self, col: u32) -> u64 {
         let k = self.k;
-        let start = (self.bit_index(col) as i64 - self.g.pad + self.g.first) as usize;
+        let start = ((col >> self.g.t_shift) as i64 + self.g.first) as usize;
         let low = (1u64 << k) - 1;
         let mut mask = 0u64;
         for ir in 0..k {
