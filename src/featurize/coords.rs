@@ -57,15 +57,17 @@ impl Coords {
     /// The output coordinates of a layer with output tensor stride `t_out`:
     /// `{(⌊r/t_out⌋·t_out, ⌊c/t_out⌋·t_out)}` with duplicates merged, sorted.
     pub fn strided(&self, t_out: u64) -> Self {
-        let pow2 = t_out.is_power_of_two();
-        let snap = |v: u32| -> u32 {
+        if t_out.is_power_of_two() {
             // The result is <= v, so it fits u32.
-            if pow2 {
-                (u64::from(v) & !(t_out - 1)) as u32
-            } else {
-                ((u64::from(v) / t_out) * t_out) as u32
-            }
-        };
+            let keep = !(t_out - 1);
+            self.strided_by(|v| (u64::from(v) & keep) as u32)
+        } else {
+            self.strided_by(|v| ((u64::from(v) / t_out) * t_out) as u32)
+        }
+    }
+
+    /// [`strided`](Self::strided) with the coordinate map `snap`.
+    fn strided_by(&self, snap: impl Fn(u32) -> u32 + Sync) -> Self {
         // Groups of consecutive input rows that snap to the same output row.
         let mut groups: Vec<(u32, usize, usize)> = Vec::new(); // (out row, first, end) in self.rows
         for (i, &r) in self.rows.iter().enumerate() {

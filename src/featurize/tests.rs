@@ -847,6 +847,114 @@ fn conv_paths_match_naive() {
     }
 }
 
+/// Memoized convs (see `ops::memo`) against the naive `f64` conv of the expanded input:
+/// the pattern-like constant input (neighbour-mask path, including dilation and a tensor
+/// stride of 2), inputs with a few distinct rows (key path), and one with a row per point
+/// (expanded and run directly). The output sums must match the output features.
+#[test]
+fn memo_conv_matches_naive() {
+    let p = random_pattern(300, 9, 12);
+    let base = Coords::from_pattern(&p);
+    let mut rng = Rng(7);
+    // (cin, cout, k, dilation, t_in, stride, rows of the input table: 0 = one per point)
+    for &(cin, cout, k, dilation, t_in, stride, rows) in &[
+        (1, 32, 5, 1, 1, 1, 1),
+        (1, 8, 3, 2, 1, 2, 1),
+        (1, 8, 3, 1, 2, 2, 1),
+        (2, 16, 3, 1, 1, 2, 1),
+        (32, 32, 3, 1, 1, 2, 5),
+        (4, 7, 3, 1, 2, 1, 3),
+        (8, 8, 3, 1, 1, 2, 0),
+    ] {
+        let coords = Arc::new(if t_in == 1 {
+            base.clone()
+        } else {
+            base.strided(t_in)
+        });
+        let n = coords.len();
+        let u = if rows == 0 { n } else { rows };
+        let memo = crate::featurize::ops::Memo {
+            ids: (0..n).map(|i| ((i * 7 + i / 3) % u) as u32).collect(),
+            table: (0..u * cin).map(|_| rng.uniform()).collect(),
+        };
+        let x = SparseValue {
+            coords: Arc::clone(&coords),
+            feats: Features::Memo(memo),
+            channels: cin,
+            sums: None,
+        };
+        let conv = SparseConv {
+            geom: Geometry::new(k, dilation, t_in),
+            stride,
+            t_out: t_in * stride,
+            cin,
+            cout,
+            weights: (0..k * k * cin * cout).map(|_| rng.uniform()).collect(),
+            bias: Some((0..cout).map(|_| rng.uniform()).collect()),
+            relu: true,
+            sums: true,
+        };
+        let case = format!("cin {cin} cout {cout} k {k} d {dilation} t {t_in} s {stride} u {u}");
+        let y = conv.run("c", &x).expect("runs");
+        let want = naive_conv(&conv, &x, &y.coords);
+        let got = y.dense();
+        assert_eq!(got.len(), want.len(), "{case}");
+        for (i, (&a, &b)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (f64::from(a) - b).abs() <= 1e-5 * (1.0 + b.abs()),
+                "{case}: [{i}] {a} vs {b}"
+            );
+        }
+        let sums = y.sums.as_ref().expect("sums requested");
+        for (c, s) in sums.iter().enumerate() {
+            let direct: f64 = got.chunks_exact(cout).map(|r| f64::from(r[c])).sum();
+            assert!(
+                (s - direct).abs() <= 1e-9 * (1.0 + direct.abs()),
+                "{case}: sum {c}"
+            );
+        }
+    }
+
+    // A tridiagonal pattern has 15 distinct 5×5 neighbour masks: 3 in the interior (one per
+    // diagonal), 2 + 3 in the first two rows, 1 more in the third row (its sub-diagonal
+    // point misses column −1 of row 0), and the same at the bottom. So the pattern layer's
+    // output stays memoized with 15 rows for 598 points.
+    let n: usize = 200;
+    let pts: Vec<(usize, u32)> = (0..n)
+        .flat_map(|i| (i.saturating_sub(1)..(i + 2).min(n)).map(move |j| (i, j as u32)))
+        .collect();
+    let coords = Arc::new(Coords::from_pattern(&pattern(n, n, &pts)));
+    let x = SparseValue {
+        feats: Features::Memo(crate::featurize::ops::Memo::constant(
+            coords.len(),
+            vec![1.0],
+        )),
+        coords,
+        channels: 1,
+        sums: None,
+    };
+    let conv = SparseConv {
+        geom: Geometry::new(5, 1, 1),
+        stride: 1,
+        t_out: 1,
+        cin: 1,
+        cout: 4,
+        weights: (0..25 * 4).map(|_| rng.uniform()).collect(),
+        bias: None,
+        relu: false,
+        sums: false,
+    };
+    let y = conv.run("c", &x).expect("runs");
+    match &y.feats {
+        Features::Memo(m) => assert_eq!(m.rows(4), 15),
+        Features::Dense(_) => panic!("tridiagonal conv output should stay memoized"),
+    }
+    let want = naive_conv(&conv, &x, &y.coords);
+    for (&a, &b) in y.dense().iter().zip(&want) {
+        assert!((f64::from(a) - b).abs() <= 1e-5 * (1.0 + b.abs()));
+    }
+}
+
 #[test]
 fn reused_buffers_give_identical_results() {
     let spec = waco_like(32, 4, 9);

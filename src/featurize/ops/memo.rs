@@ -115,7 +115,30 @@ pub(crate) fn conv(
     let masks = (u == 1)
         .then(|| MaskGeometry::new(conv, &x.coords))
         .flatten();
-    // Per task: distinct keys (first-occurrence order), their rows, and per point its key.
+    // One output row per key: `Σ P[κ][id]` over the key in key order, bias, ReLU.
+    let k = conv.geom.k as u32;
+    let compute_rows = |keys: &KeySet| -> Vec<f32> {
+        let mut table = vec![0.0f32; keys.len() * cout];
+        let mut pairs = Vec::with_capacity(volume);
+        for (key, row) in table.chunks_exact_mut(cout).enumerate() {
+            pairs.clear();
+            match (&masks, keys.key(key)) {
+                (Some(_), &[mask]) => pairs.extend(mask_pairs(mask, k)),
+                (_, key) => pairs.extend(key.iter().map(|&p| unpack(p))),
+            }
+            sum_rows(row, pairs.iter().map(|&(kappa, id)| row_of(kappa, id)));
+            if let Some(b) = &conv.bias {
+                add_row(row, b);
+            }
+            if conv.relu {
+                for a in row.iter_mut() {
+                    *a = if *a < 0.0 { 0.0 } else { *a };
+                }
+            }
+        }
+        table
+    };
+    // Per task: distinct keys (first-occurrence order) and per point its key.
     let locals: Vec<TaskKeys> = tasks
         .par_iter()
         .map(|rows| {
@@ -124,10 +147,18 @@ pub(crate) fn conv(
                 Vec::with_capacity(out.row_start[rows.end] - out.row_start[rows.start]);
             if let Some(g) = &masks {
                 let mut scan = MaskScanner::new(&x.coords, &conv.geom, g);
+                // Neighbouring points often share a mask.
+                let mut last = None;
                 for ri in rows.clone() {
                     scan.start_row(out.rows[ri]);
                     for p in out.row_range(ri) {
-                        point_keys.push(keys.insert(&[scan.mask(out.cols[p])]));
+                        let mask = scan.mask(out.cols[p]);
+                        let id = match last {
+                            Some((m, id)) if m == mask => id,
+                            _ => keys.insert(&[mask]),
+                        };
+                        last = Some((mask, id));
+                        point_keys.push(id);
                     }
                     scan.end_row();
                 }
@@ -147,41 +178,7 @@ pub(crate) fn conv(
                     }
                 }
             }
-            let k = conv.geom.k as u32;
-            let mut table = vec![0.0f32; keys.len() * cout];
-            let mut pairs = Vec::with_capacity(volume);
-            for (key, row) in table.chunks_exact_mut(cout).enumerate() {
-                pairs.clear();
-                match (&masks, keys.key(key)) {
-                    (Some(_), &[mask]) => pairs.extend(mask_pairs(mask, k)),
-                    (_, key) => pairs.extend(key.iter().map(|&p| unpack(p))),
-                }
-                for (i, &(kappa, id)) in pairs.iter().enumerate() {
-                    let src = row_of(kappa, id);
-                    if i == 0 {
-                        row.copy_from_slice(src);
-                    } else {
-                        for (a, b) in row.iter_mut().zip(src) {
-                            *a += *b;
-                        }
-                    }
-                }
-                if let Some(b) = &conv.bias {
-                    for (a, b) in row.iter_mut().zip(b) {
-                        *a += *b;
-                    }
-                }
-                if conv.relu {
-                    for a in row.iter_mut() {
-                        *a = if *a < 0.0 { 0.0 } else { *a };
-                    }
-                }
-            }
-            TaskKeys {
-                keys,
-                table,
-                point_keys,
-            }
+            TaskKeys { keys, point_keys }
         })
         .collect();
 
@@ -190,19 +187,11 @@ pub(crate) fn conv(
     let (features, sums) = if local_total.saturating_mul(KEEP_MEMO_FRACTION) <= n {
         // Merge the tasks' keys in task order: global ids in first-occurrence order.
         let mut global = KeySet::default();
-        let mut table: Vec<f32> = Vec::new();
         let maps: Vec<Vec<u32>> = locals
             .iter()
             .map(|t| {
                 (0..t.keys.len())
-                    .map(|k| {
-                        let before = global.len();
-                        let g = global.insert(t.keys.key(k));
-                        if global.len() > before {
-                            table.extend_from_slice(&t.table[k * cout..][..cout]);
-                        }
-                        g
-                    })
+                    .map(|k| global.insert(t.keys.key(k)))
                     .collect()
             })
             .collect();
@@ -210,6 +199,7 @@ pub(crate) fn conv(
         for (t, map) in locals.iter().zip(&maps) {
             ids.extend(t.point_keys.iter().map(|&k| map[k as usize]));
         }
+        let table = compute_rows(&global);
         let memo = Memo { ids, table };
         let sums = conv.sums.then(|| memo.sums(cout));
         (Features::Memo(memo), sums)
@@ -220,8 +210,9 @@ pub(crate) fn conv(
             .par_iter()
             .zip(blocks)
             .map(|(t, dst)| {
+                let table = compute_rows(&t.keys);
                 for (row, &k) in dst.chunks_exact_mut(cout).zip(&t.point_keys) {
-                    row.copy_from_slice(&t.table[k as usize * cout..][..cout]);
+                    row.copy_from_slice(&table[k as usize * cout..][..cout]);
                 }
                 (conv.sums && cout > 0).then(|| chunk_sum(dst, cout))
             })
@@ -336,9 +327,21 @@ impl<'a> MaskScanner<'a> {
         self.set.extend_from_slice(self.nb.row_ranges());
         for &(ir, start, end) in &self.set {
             let base = ir as usize * self.g.words;
+            // Columns ascend, so one word is assembled in a register before it is stored
+            // (an `|=` per column would wait on the previous store to the same word).
+            let (mut word, mut acc) = (usize::MAX, 0u64);
             for &c in &self.input.cols[start..end] {
                 let i = (c >> self.g.t_shift) as usize + self.g.pad as usize;
-                self.bits[base + i / 64] |= 1 << (i % 64);
+                if i / 64 != word {
+                    if word != usize::MAX {
+                        self.bits[base + word] = acc;
+                    }
+                    (word, acc) = (i / 64, 0);
+                }
+                acc |= 1 << (i % 64);
+            }
+            if word != usize::MAX {
+                self.bits[base + word] = acc;
             }
         }
     }
@@ -379,11 +382,46 @@ impl<'a> MaskScanner<'a> {
     }
 }
 
-/// One task's distinct keys with their output rows, and each point's key.
+/// One task's distinct keys, and each point's key.
 struct TaskKeys {
     keys: KeySet,
-    table: Vec<f32>,
     point_keys: Vec<u32>,
+}
+
+/// `row = Σ srcs` in order (the first copied), with AVX where available.
+fn sum_rows<'s>(row: &mut [f32], mut srcs: impl Iterator<Item = &'s [f32]>) {
+    match srcs.next() {
+        Some(first) => row.copy_from_slice(first),
+        None => row.fill(0.0),
+    }
+    for src in srcs {
+        add_row(row, src);
+    }
+}
+
+/// `row += src` elementwise.
+#[inline]
+fn add_row(row: &mut [f32], src: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx") {
+        // SAFETY: the CPU supports AVX (checked just above).
+        unsafe { add_row_avx(row, src) };
+        return;
+    }
+    add_row_impl(row, src);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+fn add_row_avx(row: &mut [f32], src: &[f32]) {
+    add_row_impl(row, src);
+}
+
+#[inline(always)]
+fn add_row_impl(row: &mut [f32], src: &[f32]) {
+    for (a, b) in row.iter_mut().zip(src) {
+        *a += *b;
+    }
 }
 
 #[inline]
@@ -427,6 +465,7 @@ impl KeySet {
     }
 
     /// The number of `key`, inserting it if new.
+    #[inline]
     fn insert(&mut self, key: &[u64]) -> u32 {
         if (self.len() + 1) * 2 > self.slots.len() {
             self.grow();
@@ -446,7 +485,12 @@ impl KeySet {
                 }
                 s => {
                     let k = (s - 1) as usize;
-                    if self.hashes[k] == h && self.key(k) == key {
+                    // Element by element: keys are short, and a slice `==` calls `memcmp`.
+                    let old = self.key(k);
+                    if self.hashes[k] == h
+                        && old.len() == key.len()
+                        && old.iter().zip(key).all(|(a, b)| a == b)
+                    {
                         return k as u32;
                     }
                 }
