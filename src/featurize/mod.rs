@@ -6,7 +6,10 @@
 //! decodes it from ONNX; the featurizer never sees ONNX types) and then run on any number of
 //! patterns. Node types live in `ops/` behind a registry keyed by `(domain, op_type)`;
 //! `coords` holds row-bucketed sorted coordinate sets and their strided images; `rulebook`
-//! finds each output point's neighbours in fixed kernel order.
+//! finds each output point's neighbours in fixed kernel order. Sparse values whose points
+//! share few distinct feature rows (the pattern itself, and the first layers on real
+//! matrices) are kept *memoized* — one row per distinct receptive field — and convolved
+//! once per row (`ops/memo.rs`); the others run a tiled gather–GEMM (`ops/kernel.rs`).
 //!
 //! # Example
 //!
