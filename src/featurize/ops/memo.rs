@@ -59,7 +59,10 @@ impl Memo {
 
     /// The `[n, channels]` features, one table row per point.
     pub fn expand(&self, channels: usize, dst: &mut [f32]) {
-        dst.par_chunks_mut(channels.max(1) * 4096)
+        if channels == 0 {
+            return;
+        }
+        dst.par_chunks_mut(channels * 4096)
             .zip(self.ids.par_chunks(4096))
             .for_each(|(d, ids)| {
                 for (row, &id) in d.chunks_exact_mut(channels).zip(ids) {
@@ -71,6 +74,9 @@ impl Memo {
     /// Per-channel sums over all points in `f64`: each row's point count times the row,
     /// summed in row order.
     pub fn sums(&self, channels: usize) -> Vec<f64> {
+        if channels == 0 {
+            return Vec::new();
+        }
         let mut counts = vec![0u64; self.rows(channels)];
         for &id in &self.ids {
             counts[id as usize] += 1;
