@@ -92,15 +92,37 @@ pub unsafe fn try_mut<'a, T>(p: *mut T, param: &str) -> FfiResult<&'a mut T> {
     unsafe { p.as_mut() }.ok_or_else(|| Failure::null(param))
 }
 
+/// Takes the handle out of the caller's slot `*slot`, leaving NULL there (for the
+/// `*_free`/`*_release` functions): `None` when `*slot` is already NULL; an error when
+/// `slot` itself is NULL.
+///
+/// ## Unsafety
+/// A non-NULL `slot` must point to a valid, writable handle pointer.
+pub unsafe fn take_handle<T>(slot: *mut *mut T, param: &str) -> FfiResult<Option<*mut T>> {
+    let slot = unsafe { try_mut(slot, param) }?;
+    let p = std::mem::replace(slot, std::ptr::null_mut());
+    Ok((!p.is_null()).then_some(p))
+}
+
 /// Borrows `len` elements at `p`; `p` may be NULL only when `len` is 0.
 ///
 /// ## Unsafety
 /// A non-NULL `p` must point to `len` initialised `T`s that live for `'a`.
 pub unsafe fn try_slice<'a, T>(p: *const T, len: usize, param: &str) -> FfiResult<&'a [T]> {
-    if len == 0 {
+    if !check_slice::<T>(p.is_null(), len, param)? {
         return Ok(&[]);
     }
-    if p.is_null() {
+    // SAFETY: non-NULL, length bounded; validity is the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+}
+
+/// Checks a `(pointer, len)` pair for [`try_slice`]/[`try_slice_mut`]: `Ok(false)` for an
+/// empty slice, `Ok(true)` for a non-NULL pointer with a length that fits `isize`.
+fn check_slice<T>(is_null: bool, len: usize, param: &str) -> FfiResult<bool> {
+    if len == 0 {
+        return Ok(false);
+    }
+    if is_null {
         return Err(Failure::null(param));
     }
     if len > isize::MAX as usize / std::mem::size_of::<T>().max(1) {
@@ -109,8 +131,7 @@ pub unsafe fn try_slice<'a, T>(p: *const T, len: usize, param: &str) -> FfiResul
             format!("length of '{param}' ({len}) is too large"),
         ));
     }
-    // SAFETY: non-NULL, length bounded; validity is the caller's contract.
-    Ok(unsafe { std::slice::from_raw_parts(p, len) })
+    Ok(true)
 }
 
 /// Mutable version of [`try_slice`] (for caller-allocated outputs).
@@ -118,17 +139,8 @@ pub unsafe fn try_slice<'a, T>(p: *const T, len: usize, param: &str) -> FfiResul
 /// ## Unsafety
 /// A non-NULL `p` must point to `len` writable `T`s that live for `'a`.
 pub unsafe fn try_slice_mut<'a, T>(p: *mut T, len: usize, param: &str) -> FfiResult<&'a mut [T]> {
-    if len == 0 {
+    if !check_slice::<T>(p.is_null(), len, param)? {
         return Ok(&mut []);
-    }
-    if p.is_null() {
-        return Err(Failure::null(param));
-    }
-    if len > isize::MAX as usize / std::mem::size_of::<T>().max(1) {
-        return Err(Failure::new(
-            dashrank_status::InvalidArgument,
-            format!("length of '{param}' ({len}) is too large"),
-        ));
     }
     // SAFETY: as for `try_slice`.
     Ok(unsafe { std::slice::from_raw_parts_mut(p, len) })

@@ -5,7 +5,9 @@ use std::ffi::c_char;
 use crate::rank::{CandidateSet, CandidateStatus};
 use crate::CostModel;
 
-use super::boundary::{guard, try_mut, try_ref, try_slice, try_str, write_str, Failure};
+use super::boundary::{
+    guard, take_handle, try_mut, try_ref, try_slice, try_str, write_str, Failure,
+};
 use super::model::dashrank_model;
 use super::status::dashrank_status;
 
@@ -141,9 +143,7 @@ pub unsafe extern "C" fn dashrank_candidates_free(
     candidates: *mut *mut dashrank_candidates,
 ) -> dashrank_status {
     guard(|| {
-        let slot = unsafe { try_mut(candidates, "candidates") }?;
-        let p = std::mem::replace(slot, std::ptr::null_mut());
-        if !p.is_null() {
+        if let Some(p) = unsafe { take_handle(candidates, "candidates") }? {
             // SAFETY: `p` came from `Box::into_raw` in this module and is freed once.
             drop(unsafe { Box::from_raw(p) });
         }

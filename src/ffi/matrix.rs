@@ -6,7 +6,9 @@ use crate::model::MatrixEmbedding;
 use crate::pattern::{CsrIndex, CsrView};
 use crate::{CostModel, CsrPattern};
 
-use super::boundary::{guard, try_mut, try_ref, try_slice, try_str, Failure, FfiResult};
+use super::boundary::{
+    guard, take_handle, try_mut, try_ref, try_slice, try_str, Failure, FfiResult,
+};
 use super::model::dashrank_model;
 use super::status::dashrank_status;
 
@@ -108,9 +110,7 @@ pub unsafe extern "C" fn dashrank_matrix_free(
     matrix: *mut *mut dashrank_matrix,
 ) -> dashrank_status {
     guard(|| {
-        let slot = unsafe { try_mut(matrix, "matrix") }?;
-        let p = std::mem::replace(slot, std::ptr::null_mut());
-        if !p.is_null() {
+        if let Some(p) = unsafe { take_handle(matrix, "matrix") }? {
             // SAFETY: `p` came from `Box::into_raw` in this module and is freed once.
             drop(unsafe { Box::from_raw(p) });
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::model::ScorePolarity;
 use crate::{Backend, LoadOptions, Model};
 
-use super::boundary::{guard, try_mut, try_ref, try_str, write_str, Failure};
+use super::boundary::{guard, take_handle, try_mut, try_ref, try_str, write_str, Failure};
 use super::status::dashrank_status;
 use super::DASHRANK_ABI_VERSION;
 
@@ -149,9 +149,7 @@ pub unsafe extern "C" fn dashrank_model_release(
     model: *mut *mut dashrank_model,
 ) -> dashrank_status {
     guard(|| {
-        let slot = unsafe { try_mut(model, "model") }?;
-        let p = std::mem::replace(slot, std::ptr::null_mut());
-        if !p.is_null() {
+        if let Some(p) = unsafe { take_handle(model, "model") }? {
             // SAFETY: `p` came from `Arc::into_raw` and this reference is given up here.
             drop(unsafe { Arc::from_raw(p.cast_const()) });
         }

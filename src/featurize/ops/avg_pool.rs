@@ -33,26 +33,33 @@ pub(super) fn run(x: &SparseValue) -> Vec<f32> {
     if n == 0 || c == 0 {
         return vec![0.0; c];
     }
+    let mean = |sums: &[f64]| sums.iter().map(|t| (t / n as f64) as f32).collect();
     if let Some(s) = x.sums.as_ref().filter(|s| s.len() == c) {
-        return s.iter().map(|t| (t / n as f64) as f32).collect();
+        return mean(s);
     }
     let feats = match &x.feats {
         Features::Dense(f) => f,
-        Features::Memo(m) => {
-            return m.sums(c).iter().map(|t| (t / n as f64) as f32).collect();
-        }
+        Features::Memo(m) => return mean(&m.sums(c)),
     };
     let partials: Vec<Vec<f64>> = feats
         .par_chunks(CHUNK_POINTS * c)
         .map(|chunk| chunk_sum(chunk, c))
         .collect();
+    mean(&add_partials(&partials, c))
+}
+
+/// Adds per-block channel sums in block order.
+pub(super) fn add_partials<'p>(
+    partials: impl IntoIterator<Item = &'p Vec<f64>>,
+    c: usize,
+) -> Vec<f64> {
     let mut total = vec![0.0f64; c];
-    for p in &partials {
+    for p in partials {
         for (t, v) in total.iter_mut().zip(p) {
             *t += v;
         }
     }
-    total.iter().map(|t| (t / n as f64) as f32).collect()
+    total
 }
 
 /// Per-channel sums of a `[m, c]` chunk, each in point order (starting from 0).

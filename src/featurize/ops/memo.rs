@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::avg_pool::chunk_sum;
+use super::avg_pool::{add_partials, chunk_sum};
 use super::kernel::{products, split_by_tasks};
 use super::{BufferPool, Features, SparseConv, SparseValue};
 use crate::featurize::coords::Coords;
@@ -223,15 +223,7 @@ pub(crate) fn conv(
                 (conv.sums && cout > 0).then(|| chunk_sum(dst, cout))
             })
             .collect();
-        let sums = (conv.sums && cout > 0).then(|| {
-            let mut total = vec![0.0f64; cout];
-            for p in partials.iter().flatten() {
-                for (t, v) in total.iter_mut().zip(p) {
-                    *t += v;
-                }
-            }
-            total
-        });
+        let sums = (conv.sums && cout > 0).then(|| add_partials(partials.iter().flatten(), cout));
         (Features::Dense(feats), sums)
     };
     SparseValue {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::avg_pool::chunk_sum;
+use super::avg_pool::{add_partials, chunk_sum};
 use super::kernel::{conv_task, split_by_tasks, ConvArgs};
 use super::{
     memo, out_stride, window_attrs, BufferPool, BuildCtx, Built, Features, Op, SparseValue,
@@ -157,15 +157,7 @@ impl SparseConv {
                 want_sums.then(|| chunk_sum(dst, cout))
             })
             .collect();
-        let sums = want_sums.then(|| {
-            let mut total = vec![0.0f64; cout];
-            for p in partials.iter().flatten() {
-                for (t, v) in total.iter_mut().zip(p) {
-                    *t += v;
-                }
-            }
-            total
-        });
+        let sums = want_sums.then(|| add_partials(partials.iter().flatten(), cout));
         SparseValue {
             coords,
             feats: Features::Dense(feats),
