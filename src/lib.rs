@@ -15,11 +15,13 @@ pub mod model;
 pub mod pattern;
 pub mod rank;
 pub mod schedule;
+pub mod simd;
 #[cfg(feature = "tvm")]
 mod tvm;
 
 pub use model::{Backend, LoadOptions, Model, ModelInfo};
 pub use pattern::CsrPattern;
+pub use simd::SimdLevel;
 pub use rank::{
     CandidateSet, CandidateStatus, CostModel, Ranked, SpaceCache, SpaceCandidates, SpaceTopK,
     TuneResult,
