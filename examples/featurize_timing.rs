@@ -124,6 +124,7 @@ fn median_ms(
 ) -> (f64, Vec<f32>) {
     let opts = FeaturizeOptions {
         threads: Some(threads),
+        ..Default::default()
     };
     let mut out = graph.run(p, &opts).expect("featurize"); // warm-up
     let mut times = Vec::new();

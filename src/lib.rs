@@ -21,10 +21,10 @@ mod tvm;
 
 pub use model::{Backend, LoadOptions, Model, ModelInfo};
 pub use pattern::CsrPattern;
-pub use simd::SimdLevel;
 pub use rank::{
     CandidateSet, CandidateStatus, CostModel, Ranked, SpaceCache, SpaceCandidates, SpaceTopK,
     TuneResult,
 };
+pub use simd::SimdLevel;
 
 pub use error::{Error, ErrorKind, Result};

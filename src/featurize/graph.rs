@@ -10,6 +10,7 @@ use super::ops::{
 use super::spec::GraphSpec;
 use crate::error::{Error, Result};
 use crate::pattern::CsrPattern;
+use crate::simd::SimdLevel;
 
 /// Options for [`FeaturizerGraph::run`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,6 +19,9 @@ pub struct FeaturizeOptions {
     /// cores, unless the caller is inside `ThreadPool::install`); `Some(n)` runs in a pool of
     /// `n` threads, created once per distinct `n` and reused. `Some(0)` is an error.
     pub threads: Option<usize>,
+    /// Instruction-set level of the kernels ([`SimdLevel::best`] by default). Every level
+    /// gives bit-identical features.
+    pub simd: SimdLevel,
 }
 
 /// One node of the execution plan.

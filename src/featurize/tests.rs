@@ -80,7 +80,13 @@ fn sparse_value(nrows: usize, ncols: usize, pts: &[(usize, u32)], feats: Vec<f32
 fn run1(spec: &GraphSpec, p: &CsrPattern) -> Vec<f32> {
     FeaturizerGraph::from_spec(spec)
         .expect("valid graph")
-        .run(p, &FeaturizeOptions { threads: Some(1) })
+        .run(
+            p,
+            &FeaturizeOptions {
+                threads: Some(1),
+                ..Default::default()
+            },
+        )
         .expect("runs")
 }
 
@@ -373,16 +379,40 @@ fn deterministic_across_thread_counts() {
     assert_eq!(g.output_dim(), 16 * 6);
     let p = random_pattern(700, 12, 3);
     let one = g
-        .run(&p, &FeaturizeOptions { threads: Some(1) })
+        .run(
+            &p,
+            &FeaturizeOptions {
+                threads: Some(1),
+                ..Default::default()
+            },
+        )
         .expect("runs");
     let two = g
-        .run(&p, &FeaturizeOptions { threads: Some(2) })
+        .run(
+            &p,
+            &FeaturizeOptions {
+                threads: Some(2),
+                ..Default::default()
+            },
+        )
         .expect("runs");
     let three = g
-        .run(&p, &FeaturizeOptions { threads: Some(3) })
+        .run(
+            &p,
+            &FeaturizeOptions {
+                threads: Some(3),
+                ..Default::default()
+            },
+        )
         .expect("runs");
     let any = g
-        .run(&p, &FeaturizeOptions { threads: None })
+        .run(
+            &p,
+            &FeaturizeOptions {
+                threads: None,
+                ..Default::default()
+            },
+        )
         .expect("runs");
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&one), bits(&two));
@@ -701,7 +731,13 @@ fn run_argument_errors() {
     let g = FeaturizerGraph::from_spec(&base()).expect("valid");
     let p = pattern(1, 1, &[(0, 0)]);
     let e = g
-        .run(&p, &FeaturizeOptions { threads: Some(0) })
+        .run(
+            &p,
+            &FeaturizeOptions {
+                threads: Some(0),
+                ..Default::default()
+            },
+        )
         .expect_err("zero threads");
     assert!(matches!(e.kind(), ErrorKind::InvalidArgument { .. }));
 }
@@ -958,7 +994,10 @@ fn memo_conv_matches_naive() {
 #[test]
 fn reused_buffers_give_identical_results() {
     let spec = waco_like(32, 4, 9);
-    let opts = FeaturizeOptions { threads: Some(2) };
+    let opts = FeaturizeOptions {
+        threads: Some(2),
+        ..Default::default()
+    };
     let (big, small) = (random_pattern(900, 15, 1), random_pattern(200, 5, 2));
     let fresh = |p: &CsrPattern| {
         FeaturizerGraph::from_spec(&spec)

@@ -240,6 +240,8 @@ pub struct ModelInfo {
     pub heads: Vec<HeadInfo>,
     /// Which executor runs the dense graphs.
     pub backend: String,
+    /// Instruction-set level of the native kernels.
+    pub simd: crate::simd::SimdLevel,
     /// Stable hash of the bundle files' bytes (used to key caches).
     pub content_hash: u64,
 }

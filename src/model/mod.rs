@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::featurize::{FeaturizeOptions, FeaturizerGraph};
 use crate::pattern::CsrPattern;
 use crate::schedule::Schema;
+use crate::simd::SimdLevel;
 
 mod bundle;
 mod cache;
@@ -44,6 +45,10 @@ pub struct LoadOptions {
     /// (fixed accumulation order, ties broken by index); this pins the ONNX backend, whose
     /// multi-threaded kernels may split reductions differently. Default `false`.
     pub deterministic: bool,
+    /// Instruction-set level of the native kernels (featurizer, dense heads); `None` uses
+    /// [`SimdLevel::best`]. Every level gives bit-identical results (see [`crate::simd`]);
+    /// forcing one is for tests and for comparing speed. A level the CPU lacks is an error.
+    pub simd: Option<SimdLevel>,
 }
 
 impl Default for LoadOptions {
@@ -53,6 +58,7 @@ impl Default for LoadOptions {
             threads: None,
             matrix_cache_capacity: 64,
             deterministic: false,
+            simd: None,
         }
     }
 }
@@ -139,8 +145,13 @@ impl Model {
                 ));
             }
         }
+        let simd = match options.simd {
+            Some(level) => level.require()?,
+            None => SimdLevel::best(),
+        };
         let featurize_options = FeaturizeOptions {
             threads: options.threads,
+            simd,
         };
         // Intra-op threads of the dense graphs.
         let threads = if options.deterministic {
@@ -242,6 +253,7 @@ impl Model {
             shape_normalization,
             heads: heads.iter().map(|h| h.info.clone()).collect(),
             backend: backend.name().to_string(),
+            simd,
             content_hash: bundle.content_hash,
         };
         log::info!(

@@ -105,6 +105,13 @@ impl SimdLevel {
     }
 }
 
+impl Default for SimdLevel {
+    /// [`SimdLevel::best`].
+    fn default() -> Self {
+        Self::best()
+    }
+}
+
 impl fmt::Display for SimdLevel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -129,8 +136,7 @@ impl FromStr for SimdLevel {
 #[cfg(target_arch = "x86_64")]
 fn detect_cpu() -> SimdLevel {
     use std::arch::is_x86_feature_detected as has;
-    if has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") && has!("fma")
-    {
+    if has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") && has!("fma") {
         SimdLevel::Avx512
     } else if has!("avx2") && has!("fma") {
         SimdLevel::Avx2
