@@ -13,8 +13,8 @@ use rayon::prelude::*;
 
 use crate::pattern::CsrPattern;
 
-/// The points of a sparse value, sorted by `(row, col)`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The points of a sparse value (or of a row band of it), sorted by `(row, col)`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Coords {
     /// Distinct row coordinates, ascending.
     pub rows: Vec<u32>,
@@ -25,27 +25,44 @@ pub(crate) struct Coords {
 }
 
 impl Coords {
-    /// The points of a pattern: one per stored entry, in CSR order.
+    /// No points.
+    pub fn empty() -> Self {
+        Self {
+            rows: Vec::new(),
+            row_start: vec![0],
+            cols: Vec::new(),
+        }
+    }
+
+    /// The points of a whole pattern: one per stored entry, in CSR order.
+    #[cfg(test)]
     pub fn from_pattern(p: &CsrPattern) -> Self {
+        Self::from_pattern_rows(p, 0..p.nrows())
+    }
+
+    /// The points of the pattern rows `rows` (indices into the pattern), in CSR order.
+    pub fn from_pattern_rows(p: &CsrPattern, rows: std::ops::Range<usize>) -> Self {
         let rp = p.row_ptr();
-        let mut rows = Vec::new();
-        let mut row_start = vec![0];
-        for r in 0..p.nrows() {
+        let base = rp[rows.start];
+        let mut out = Self::empty();
+        out.cols.extend_from_slice(&p.col_idx()[base..rp[rows.end]]);
+        for r in rows {
             if rp[r + 1] > rp[r] {
-                rows.push(r as u32);
-                row_start.push(rp[r + 1]);
+                out.rows.push(r as u32);
+                out.row_start.push(rp[r + 1] - base);
             }
         }
-        Self {
-            rows,
-            row_start,
-            cols: p.col_idx().to_vec(),
-        }
+        out
     }
 
     /// Number of points.
     pub fn len(&self) -> usize {
         self.cols.len()
+    }
+
+    /// Bytes held (for memory accounting).
+    pub fn bytes(&self) -> usize {
+        self.rows.capacity() * 4 + self.row_start.capacity() * 8 + self.cols.capacity() * 4
     }
 
     /// Point index range of the `i`-th distinct row.
@@ -54,24 +71,64 @@ impl Coords {
         self.row_start[i]..self.row_start[i + 1]
     }
 
-    /// The output coordinates of a layer with output tensor stride `t_out`:
-    /// `{(⌊r/t_out⌋·t_out, ⌊c/t_out⌋·t_out)}` with duplicates merged, sorted.
-    pub fn strided(&self, t_out: u64) -> Self {
+    /// Point index range of the rows with indices `rows`.
+    pub fn points_of(&self, rows: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        self.row_start[rows.start]..self.row_start[rows.end]
+    }
+
+    /// Indices of the rows whose coordinate lies in `[lo, hi)`.
+    pub fn rows_between(&self, lo: i64, hi: i64) -> std::ops::Range<usize> {
+        let a = self.rows.partition_point(|&r| i64::from(r) < lo);
+        let b = a + self.rows[a..].partition_point(|&r| i64::from(r) < hi);
+        a..b
+    }
+
+    /// A copy of the rows with indices `rows`.
+    pub fn copy_rows(&self, rows: std::ops::Range<usize>) -> Self {
+        let pts = self.points_of(rows.clone());
+        let base = pts.start;
+        Self {
+            rows: self.rows[rows.clone()].to_vec(),
+            row_start: self.row_start[rows.start..=rows.end]
+                .iter()
+                .map(|&s| s - base)
+                .collect(),
+            cols: self.cols[pts].to_vec(),
+        }
+    }
+
+    /// Appends `other`, whose rows all lie after this one's.
+    pub fn append(&mut self, other: &Coords) {
+        debug_assert!(match (self.rows.last(), other.rows.first()) {
+            (Some(a), Some(b)) => a < b,
+            _ => true,
+        });
+        let base = self.cols.len();
+        self.rows.extend_from_slice(&other.rows);
+        self.row_start
+            .extend(other.row_start[1..].iter().map(|&s| s + base));
+        self.cols.extend_from_slice(&other.cols);
+    }
+
+    /// The output coordinates of a layer with output tensor stride `t_out` over the rows
+    /// with indices `rows`: `{(⌊r/t_out⌋·t_out, ⌊c/t_out⌋·t_out)}` with duplicates merged,
+    /// sorted.
+    pub fn strided(&self, rows: std::ops::Range<usize>, t_out: u64) -> Self {
         if t_out.is_power_of_two() {
             // The result is <= v, so it fits u32.
             let keep = !(t_out - 1);
-            self.strided_by(|v| (u64::from(v) & keep) as u32)
+            self.strided_by(rows, |v| (u64::from(v) & keep) as u32)
         } else {
-            self.strided_by(|v| ((u64::from(v) / t_out) * t_out) as u32)
+            self.strided_by(rows, |v| ((u64::from(v) / t_out) * t_out) as u32)
         }
     }
 
     /// [`strided`](Self::strided) with the coordinate map `snap`.
-    fn strided_by(&self, snap: impl Fn(u32) -> u32 + Sync) -> Self {
+    fn strided_by(&self, rows: std::ops::Range<usize>, snap: impl Fn(u32) -> u32 + Sync) -> Self {
         // Groups of consecutive input rows that snap to the same output row.
-        let mut groups: Vec<(u32, usize, usize)> = Vec::new(); // (out row, first, end) in self.rows
-        for (i, &r) in self.rows.iter().enumerate() {
-            let o = snap(r);
+        let mut groups: Vec<(u32, usize, usize)> = Vec::new(); // (out row, first, end)
+        for i in rows {
+            let o = snap(self.rows[i]);
             match groups.last_mut() {
                 Some(g) if g.0 == o => g.2 = i + 1,
                 _ => groups.push((o, i, i + 1)),
@@ -98,16 +155,16 @@ impl Coords {
             .collect();
         let total = merged.iter().map(Vec::len).sum();
         let mut cols = Vec::with_capacity(total);
-        let mut rows = Vec::with_capacity(groups.len());
+        let mut out_rows = Vec::with_capacity(groups.len());
         let mut row_start = Vec::with_capacity(groups.len() + 1);
         row_start.push(0);
         for (g, m) in groups.iter().zip(&merged) {
-            rows.push(g.0);
+            out_rows.push(g.0);
             cols.extend_from_slice(m);
             row_start.push(cols.len());
         }
         Self {
-            rows,
+            rows: out_rows,
             row_start,
             cols,
         }
@@ -157,10 +214,18 @@ mod tests {
             points(&c),
             vec![(0, 1), (0, 6), (1, 0), (1, 7), (3, 3), (4, 2)]
         );
-        let s2 = c.strided(2);
+        let s2 = c.strided(0..c.rows.len(), 2);
         assert_eq!(points(&s2), vec![(0, 0), (0, 6), (2, 2), (4, 2)]);
-        let s4 = s2.strided(4);
+        let s4 = s2.strided(0..s2.rows.len(), 4);
         assert_eq!(points(&s4), vec![(0, 0), (0, 4), (4, 0)]);
+        // Bands: rows [0, 2) and [2, 5) strided separately, then appended.
+        let mut a = c.strided(c.rows_between(0, 2), 2);
+        a.append(&c.strided(c.rows_between(2, 5), 2));
+        assert_eq!(a, s2);
+        let mut b = Coords::from_pattern_rows(&p, 0..2);
+        b.append(&Coords::from_pattern_rows(&p, 2..5).copy_rows(0..2));
+        assert_eq!(b, c);
+        assert_eq!(c.copy_rows(c.rows_between(1, 4)).rows, vec![1, 3]);
     }
 
     #[test]

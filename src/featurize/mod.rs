@@ -50,12 +50,22 @@
 //! ```
 
 mod coords;
+mod exec;
 mod graph;
+mod jobs;
+mod masks;
+mod memory;
 mod ops;
+mod passes;
+mod plan;
 mod rulebook;
 pub mod spec;
 #[cfg(test)]
 mod tests;
+mod tree_sum;
+mod validate;
+mod window;
 
+pub use exec::FeaturizeStats;
 pub use graph::{FeaturizeOptions, FeaturizerGraph};
 pub use ops::SPARSE_DOMAIN;

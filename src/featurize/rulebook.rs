@@ -184,8 +184,9 @@ impl<'a> Neighbours<'a> {
                     break;
                 }
                 let diff = (v - lo) as u64;
+                // Columns are multiples of the tensor stride, not of the dilation: check both.
                 let ic = if step.is_power_of_two() {
-                    Some(diff >> step.trailing_zeros())
+                    (diff & (step - 1) == 0).then_some(diff >> step.trailing_zeros())
                 } else if diff.is_multiple_of(step) {
                     Some(diff / step)
                 } else {

@@ -49,6 +49,10 @@ pub struct LoadOptions {
     /// [`SimdLevel::best`]. Every level gives bit-identical results (see [`crate::simd`]);
     /// forcing one is for tests and for comparing speed. A level the CPU lacks is an error.
     pub simd: Option<SimdLevel>,
+    /// Most bytes the featurizer may hold at once for one matrix; a matrix that would need
+    /// more fails with [`ErrorKind::Featurize`](crate::ErrorKind::Featurize) (see
+    /// [`FeaturizeOptions::memory_budget`]). Default 4 GiB; `usize::MAX` disables it.
+    pub featurize_memory_budget: usize,
 }
 
 impl Default for LoadOptions {
@@ -59,6 +63,7 @@ impl Default for LoadOptions {
             matrix_cache_capacity: 64,
             deterministic: false,
             simd: None,
+            featurize_memory_budget: FeaturizeOptions::DEFAULT_MEMORY_BUDGET,
         }
     }
 }
@@ -152,6 +157,8 @@ impl Model {
         let featurize_options = FeaturizeOptions {
             threads: options.threads,
             simd,
+            memory_budget: options.featurize_memory_budget,
+            ..FeaturizeOptions::default()
         };
         // Intra-op threads of the dense graphs.
         let threads = if options.deterministic {

@@ -22,6 +22,10 @@
 //! run the suite on the AVX2 or scalar path of an AVX-512 machine. It is read once per
 //! process and only lowers the level, never raises it above what the CPU supports.
 
+pub(crate) mod conv;
+pub(crate) mod kernels;
+pub(crate) mod pool;
+
 use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;

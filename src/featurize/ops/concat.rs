@@ -1,8 +1,12 @@
 //! `Concat` (default ONNX domain) of dense `[1, C]` values along axis 1.
 
-use super::{BuildCtx, Built, Op, Value, ValueType};
-use crate::error::{Error, Result};
+use super::{BuildCtx, Built, DenseOp, Op, ValueType};
+use crate::error::Result;
 use crate::featurize::spec::AttrValue;
+
+/// Concatenation of dense rows.
+#[derive(Debug, Clone)]
+pub(crate) struct Concat;
 
 /// Builds a `Concat` node: one or more dense inputs, attribute `axis` = 1 (or -1).
 pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
@@ -35,26 +39,15 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
         }
     }
     Ok(Built {
-        op: Op::Concat,
+        op: Op::Dense(Box::new(Concat)),
         value_inputs: names,
         initializers: vec![],
         output: ValueType::Dense { channels },
     })
 }
 
-/// Concatenates the dense inputs in order.
-pub(super) fn run(node: &str, inputs: &[&Value]) -> Result<Value> {
-    let mut out = Vec::new();
-    for (i, v) in inputs.iter().enumerate() {
-        match v {
-            Value::Dense(d) => out.extend_from_slice(d),
-            Value::Sparse(_) => {
-                return Err(Error::featurize(
-                    node,
-                    format!("internal: input {i} is not dense"),
-                ))
-            }
-        }
+impl DenseOp for Concat {
+    fn run(&self, inputs: &[&[f32]]) -> Vec<f32> {
+        inputs.concat()
     }
-    Ok(Value::Dense(out))
 }

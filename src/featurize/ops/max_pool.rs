@@ -1,23 +1,24 @@
 //! `SparseMaxPool`: per-channel max over the kernel window (MinkowskiEngine semantics).
+//!
+//! An output row starts as its first neighbour's row (ascending κ) and takes the
+//! NaN-propagating per-channel max with each further one in ascending κ (`simd::pool`). Points
+//! with the same neighbour rows share one output row like any stencil, so a max pool over
+//! shared (memoized) rows produces shared rows without expanding them.
 
-use std::sync::Arc;
-
-use rayon::prelude::*;
-
-use super::kernel::{max_pool_task, split_by_tasks};
-use super::{out_stride, window_attrs, BuildCtx, Built, Features, Op, SparseValue, ValueType};
+use super::{out_stride, window_attrs, BuildCtx, Built, Op, Reach, Stencil, ValueType};
 use crate::error::Result;
-use crate::featurize::rulebook::{tasks, Geometry};
+use crate::featurize::jobs::TaskJobs;
+use crate::featurize::rulebook::Geometry;
+use crate::featurize::window::Window;
+use crate::simd::kernels::Kernels;
 
 /// A validated max-pooling layer.
 #[derive(Debug, Clone)]
 pub(crate) struct MaxPool {
-    /// Window geometry at the input tensor stride.
-    pub geom: Geometry,
-    /// Layer stride.
-    pub stride: u64,
-    /// Output tensor stride.
-    pub t_out: u64,
+    /// Window and strides.
+    pub reach: Reach,
+    /// Channels (unchanged).
+    pub channels: usize,
 }
 
 /// Builds a `SparseMaxPool` node: one sparse input, channels unchanged.
@@ -44,11 +45,15 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
         Geometry::new(k, d, t_in)
     };
     Ok(Built {
-        op: Op::MaxPool(MaxPool {
-            geom,
-            stride: s,
-            t_out,
-        }),
+        op: Op::Stencil(Box::new(MaxPool {
+            reach: Reach {
+                geom,
+                stride: s,
+                t_in,
+                t_out,
+            },
+            channels,
+        })),
         value_inputs: vec![x],
         initializers: vec![],
         output: ValueType::Sparse {
@@ -58,28 +63,36 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
     })
 }
 
-impl MaxPool {
-    /// Runs the layer. Every output point has a neighbour: configurations where it could
-    /// lack one are rejected when the graph is built.
-    pub fn run(&self, _node: &str, x: &SparseValue) -> Result<SparseValue> {
-        let coords = if self.stride == 1 {
-            Arc::clone(&x.coords)
-        } else {
-            Arc::new(x.coords.strided(self.t_out))
-        };
-        let c = x.channels;
-        let mut feats = vec![0.0f32; coords.len() * c];
-        let tasks = tasks(&coords);
-        let blocks = split_by_tasks(&mut feats, &coords, &tasks, c);
-        let in_feats = x.dense();
-        tasks.into_par_iter().zip(blocks).for_each(|(rows, dst)| {
-            max_pool_task(&x.coords, &in_feats, c, &coords, &self.geom, rows, dst)
-        });
-        Ok(SparseValue {
-            coords,
-            feats: Features::Dense(feats),
-            channels: c,
-            sums: None,
-        })
+impl Stencil for MaxPool {
+    fn op_type(&self) -> &'static str {
+        "SparseMaxPool"
+    }
+
+    fn reach(&self) -> &Reach {
+        &self.reach
+    }
+
+    fn cin(&self) -> usize {
+        self.channels
+    }
+
+    fn cout(&self) -> usize {
+        self.channels
+    }
+
+    /// Every output point has a neighbour (configurations where one could lack it are
+    /// rejected at build); a row without one would be 0.
+    fn compute(&self, jobs: &TaskJobs, input: &Window<'_>, out: &mut [f32], k: &Kernels) {
+        let c = self.channels;
+        for (j, row) in out.chunks_exact_mut(c).enumerate() {
+            let Some((&(_, first), rest)) = jobs.pairs(j).split_first() else {
+                row.fill(0.0);
+                continue;
+            };
+            row.copy_from_slice(input.row(first));
+            for &(_, id) in rest {
+                (k.max_into)(row, input.row(id));
+            }
+        }
     }
 }

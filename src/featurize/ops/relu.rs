@@ -1,9 +1,19 @@
-//! `SparseReLU`: `max(x, 0)` per feature, coordinates unchanged.
+//! `SparseReLU`: `x = if 0 > x { 0 } else { x }` per feature (NaN and −0 kept), coordinates
+//! unchanged. Usually fused into the conv before it by the `passes` module.
 
-use rayon::prelude::*;
-
-use super::{sparse, BuildCtx, Built, Features, Op, Value};
+use super::{BuildCtx, Built, Op, Reach, Stencil, ValueType};
 use crate::error::Result;
+use crate::featurize::jobs::TaskJobs;
+use crate::featurize::rulebook::Geometry;
+use crate::featurize::window::Window;
+use crate::simd::kernels::Kernels;
+
+/// A validated ReLU.
+#[derive(Debug, Clone)]
+pub(crate) struct Relu {
+    reach: Reach,
+    channels: usize,
+}
 
 /// Builds a `SparseReLU` node: one sparse input, no attributes.
 pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
@@ -11,30 +21,50 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
     ctx.only_attributes(&[])?;
     let (x, channels, stride) = ctx.sparse_value(0)?;
     Ok(Built {
-        op: Op::Relu,
+        op: Op::Stencil(Box::new(Relu {
+            reach: Reach {
+                geom: Geometry::new(1, 1, stride),
+                stride: 1,
+                t_in: stride,
+                t_out: stride,
+            },
+            channels,
+        })),
         value_inputs: vec![x],
         initializers: vec![],
-        output: super::ValueType::Sparse { channels, stride },
+        output: ValueType::Sparse { channels, stride },
     })
 }
 
-/// Runs ReLU, in place when the input is owned (its last use).
-pub(super) fn run(node: &str, inputs: &[&Value], owned: Option<Value>) -> Result<Value> {
-    let mut v = match owned {
-        Some(Value::Sparse(s)) => s,
-        _ => sparse(node, inputs, 0)?.clone(),
-    };
-    v.sums = None; // the features change
-    let feats = match &mut v.feats {
-        Features::Dense(f) => f,
-        Features::Memo(m) => &mut m.table,
-    };
-    feats.par_chunks_mut(1 << 14).for_each(|chunk| {
-        for x in chunk {
-            if *x < 0.0 {
-                *x = 0.0;
+impl Stencil for Relu {
+    fn op_type(&self) -> &'static str {
+        "SparseReLU"
+    }
+
+    fn reach(&self) -> &Reach {
+        &self.reach
+    }
+
+    fn cin(&self) -> usize {
+        self.channels
+    }
+
+    fn cout(&self) -> usize {
+        self.channels
+    }
+
+    fn is_relu(&self) -> bool {
+        true
+    }
+
+    fn compute(&self, jobs: &TaskJobs, input: &Window<'_>, out: &mut [f32], k: &Kernels) {
+        let c = self.channels;
+        for (j, row) in out.chunks_exact_mut(c).enumerate() {
+            match jobs.pairs(j) {
+                [(_, id)] => row.copy_from_slice(input.row(*id)),
+                _ => row.fill(0.0), // unreachable: every point is its own neighbour
             }
         }
-    });
-    Ok(Value::Sparse(v))
+        (k.relu)(out);
+    }
 }

@@ -1,0 +1,218 @@
+//! Memory of a featurizer run: the budget it may not exceed, and the pool of feature
+//! buffers a graph keeps between bands and runs.
+//!
+//! # Accounting
+//!
+//! A run charges [`Memory`] for everything whose size grows with the input: the row
+//! windows of every sparse value (coordinates, row ids, feature tables), the coordinates and
+//! per-task scratch of the band being computed, and the pooled-sum stacks. Small per-task
+//! fixed-size scratch (kernel buckets, micro-kernel tiles) is not charged. A charge that
+//! would take the live total above the budget fails with
+//! [`ErrorKind::Featurize`](crate::ErrorKind::Featurize) naming the node and the sizes,
+//! before the memory is touched; the run then unwinds and frees everything it holds.
+//!
+//! # Pool
+//!
+//! [`BufferPool`] keeps released feature tables for reuse, because fresh multi-MB
+//! allocations are page-faulted in on first touch at about the cost of the arithmetic. It
+//! keeps at most [`BufferPool::MAX_BUFFERS`] buffers and [`BufferPool::MAX_BYTES`] bytes while
+//! a run is going, and at most [`BufferPool::RETAINED_BYTES`] between runs: a run trims the
+//! pool when it ends, so a graph that has featurized one very large matrix does not keep
+//! that matrix's buffers afterwards.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use crate::error::{Error, Result};
+
+/// The budget and live total of one run.
+#[derive(Debug)]
+pub(crate) struct Memory {
+    limit: usize,
+    live: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+impl Memory {
+    /// A budget of `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            live: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+        }
+    }
+
+    /// Charges `bytes` for `what` at `node`, released when the returned guard drops.
+    pub fn charge(&self, bytes: usize, node: &str, what: &str) -> Result<Charge<'_>> {
+        let mut cur = self.live.load(Ordering::Relaxed);
+        loop {
+            let next = cur.saturating_add(bytes);
+            if next > self.limit {
+                return Err(Error::featurize(
+                    node,
+                    format!(
+                        "featurizer memory budget exceeded: {what} needs {} on top of {} in use, budget {} (raise FeaturizeOptions::memory_budget / LoadOptions::featurize_memory_budget, or lower band_entries)",
+                        mib(bytes),
+                        mib(cur),
+                        mib(self.limit)
+                    ),
+                ));
+            }
+            match self
+                .live
+                .compare_exchange_weak(cur, next, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    self.peak.fetch_max(next, Ordering::Relaxed);
+                    return Ok(Charge { mem: self, bytes });
+                }
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Highest live total so far.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
+    }
+}
+
+/// `bytes` as MiB text.
+fn mib(bytes: usize) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+}
+
+/// A charged amount; returned to the budget on drop.
+#[derive(Debug)]
+pub(crate) struct Charge<'m> {
+    mem: &'m Memory,
+    bytes: usize,
+}
+
+impl Drop for Charge<'_> {
+    fn drop(&mut self) {
+        self.mem.live.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
+}
+
+/// Feature buffers kept for reuse by later bands and runs of a graph (see the module docs).
+#[derive(Default)]
+pub(crate) struct BufferPool {
+    bufs: Mutex<Vec<Vec<f32>>>,
+}
+
+impl BufferPool {
+    /// Most buffers kept.
+    pub const MAX_BUFFERS: usize = 8;
+    /// Most bytes kept while a run is going.
+    pub const MAX_BYTES: usize = 256 << 20;
+    /// Most bytes kept between runs.
+    pub const RETAINED_BYTES: usize = 64 << 20;
+
+    /// A buffer of length `n` with **unspecified contents** (stale values from an earlier
+    /// use): callers overwrite all of it. Takes a pooled buffer with capacity in
+    /// `n..=n + n/4`, preferring one already at least `n` long, else allocates.
+    pub fn take(&self, n: usize) -> Vec<f32> {
+        let pooled = {
+            let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
+            let fits = |v: &Vec<f32>| v.capacity() >= n && v.capacity() - n <= n / 4;
+            let pick = (0..bufs.len())
+                .filter(|&i| fits(&bufs[i]))
+                .min_by_key(|&i| (bufs[i].len() < n, bufs[i].capacity()));
+            pick.map(|i| bufs.swap_remove(i))
+        };
+        match pooled {
+            Some(mut v) => {
+                if v.len() >= n {
+                    v.truncate(n);
+                } else {
+                    v.resize(n, 0.0);
+                }
+                v
+            }
+            None => vec![0.0; n],
+        }
+    }
+
+    /// Returns a buffer to the pool, then drops the smallest buffers while over the limits.
+    pub fn give(&self, v: Vec<f32>) {
+        if v.capacity() == 0 || v.capacity() * 4 > Self::MAX_BYTES {
+            return;
+        }
+        let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
+        bufs.push(v);
+        Self::shrink(&mut bufs, Self::MAX_BUFFERS, Self::MAX_BYTES);
+    }
+
+    /// Trims the pool to [`RETAINED_BYTES`](Self::RETAINED_BYTES) (end of a run).
+    pub fn trim(&self) {
+        let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
+        Self::shrink(&mut bufs, Self::MAX_BUFFERS, Self::RETAINED_BYTES);
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        let bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
+        bufs.iter().map(|b| b.capacity() * 4).sum()
+    }
+
+    /// Drops the largest buffers until at most `count` buffers and `bytes` bytes remain
+    /// (the largest first: they are the ones a large matrix left behind).
+    fn shrink(bufs: &mut Vec<Vec<f32>>, count: usize, bytes: usize) {
+        bufs.sort_by_key(|b| b.capacity());
+        let mut total: usize = bufs.iter().map(|b| b.capacity() * 4).sum();
+        while bufs.len() > count || total > bytes {
+            let Some(b) = bufs.pop() else { break };
+            total -= b.capacity() * 4;
+        }
+    }
+}
+
+impl Clone for BufferPool {
+    /// A clone starts with an empty pool.
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.bufs.lock().map(|b| b.len()).unwrap_or(0);
+        f.debug_struct("BufferPool").field("buffers", &n).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_fails_cleanly_and_releases() {
+        let m = Memory::new(1000);
+        let a = m.charge(600, "n", "table").expect("fits");
+        let e = m.charge(500, "conv3", "a table").expect_err("over budget");
+        let text = e.to_string();
+        assert!(
+            text.contains("conv3") && text.contains("memory budget"),
+            "{text}"
+        );
+        drop(a);
+        let _b = m.charge(900, "n", "x").expect("fits after release");
+        assert_eq!(m.peak(), 900);
+    }
+
+    #[test]
+    fn pool_is_capped_and_trimmed() {
+        let p = BufferPool::default();
+        for _ in 0..12 {
+            p.give(vec![0.0; 1 << 20]); // 4 MiB each
+        }
+        assert!(p.bytes() <= BufferPool::MAX_BYTES);
+        assert!(p.bufs.lock().expect("lock").len() <= BufferPool::MAX_BUFFERS);
+        p.give(vec![0.0; 40 << 20]); // 160 MiB
+        p.trim();
+        assert!(p.bytes() <= BufferPool::RETAINED_BYTES, "{}", p.bytes());
+        assert_eq!(p.take(1 << 20).len(), 1 << 20);
+    }
+}

@@ -1,0 +1,183 @@
+//! Third stage of building a graph: the execution plan.
+//!
+//! The plan orders the work of a run and owns what is fixed per graph: the stencil steps in
+//! topological order (every band runs them all, in order), the global-average-pool taps and
+//! the dense steps run after the last band, which stencil step is the last reader of each
+//! sparse value (its window is cut down to the halo right after that step, so at most two
+//! band-sized windows are alive at once), and the automatic band size.
+//!
+//! # Memory
+//!
+//! Each sparse value `v` (channels `C_v`, tensor stride `t_v`) holds, between bands, only its
+//! halo: the rows its readers still need, at most `h_v = lag + reach-back` pattern rows of
+//! the readers (in rows of `v`: `⌈h_v / t_v⌉ + 1`). While a band runs, the value being
+//! computed and the one it reads hold the band's rows too. With `B` the pattern entries of
+//! a band and `W` the number of columns, the live featurizer memory is therefore at most
+//!
+//! ```text
+//!   Σ_v (4·C_v + 12) · H_v                 halos of all sparse values
+//! + 2 · max_v (4·C_v + 13) · (B + H_v)     the value computed and the value it reads
+//! + per-task scratch (neighbour pairs, 8 bytes per pair) of the band
+//! ```
+//!
+//! where `H_v ≤ (⌈h_v / t_v⌉ + 1) · ⌈W / t_v⌉` points (a halo row holds at most `⌈W / t_v⌉`
+//! points) — a function of the band size and the matrix width, not of the number of
+//! entries. Rows are never split, so `B` is at least the longest pattern row.
+
+use std::sync::Arc;
+
+use super::ops::{DenseOp, Op, Stencil, ValueType};
+use super::validate::Ir;
+
+/// One stencil step.
+#[derive(Debug, Clone)]
+pub(crate) struct StencilStep {
+    /// Node name.
+    pub name: String,
+    /// The op.
+    pub op: Arc<dyn Stencil>,
+    /// Sparse slot read.
+    pub input: usize,
+    /// Sparse slot written.
+    pub output: usize,
+}
+
+/// One dense step (after the last band).
+#[derive(Debug, Clone)]
+pub(crate) struct DenseStep {
+    /// The op.
+    pub op: Arc<dyn DenseOp>,
+    /// Dense slots read.
+    pub inputs: Vec<usize>,
+    /// Dense slot written.
+    pub output: usize,
+}
+
+/// The execution plan of a graph.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    /// Stencils in topological order.
+    pub stencils: Vec<StencilStep>,
+    /// `(sparse slot read, dense slot written)` of every global average pool.
+    pub pools: Vec<(usize, usize)>,
+    /// Dense steps in topological order.
+    pub dense: Vec<DenseStep>,
+    /// Type of every slot.
+    pub types: Vec<ValueType>,
+    /// Stencil steps reading each slot.
+    pub readers: Vec<Vec<usize>>,
+    /// Whether each slot is read by a global average pool.
+    pub pooled: Vec<bool>,
+    /// Sparse slots to cut down to their halo after each stencil step (their last reader).
+    pub trim_after: Vec<Vec<usize>>,
+    /// Graph input slot (the pattern).
+    pub input_slot: usize,
+    /// Graph output slot.
+    pub output_slot: usize,
+    /// Width of the output.
+    pub output_dim: usize,
+    /// Most channels of any sparse value.
+    pub max_channels: usize,
+}
+
+/// Pattern entries per band when [`FeaturizeOptions::band_entries`] is not set: about
+/// [`BAND_BYTES`] of features for the widest value, within [`MIN_BAND`, `MAX_BAND`].
+///
+/// [`FeaturizeOptions::band_entries`]: super::FeaturizeOptions::band_entries
+pub(crate) const BAND_BYTES: usize = 32 << 20;
+/// Fewest automatic band entries.
+pub(crate) const MIN_BAND: usize = 1 << 14;
+/// Most automatic band entries.
+pub(crate) const MAX_BAND: usize = 1 << 18;
+
+impl Plan {
+    /// The plan of a validated, rewritten graph.
+    pub fn new(ir: Ir) -> Self {
+        let n_slots = ir.types.len();
+        let mut stencils = Vec::new();
+        let mut pools = Vec::new();
+        let mut dense = Vec::new();
+        let mut readers = vec![Vec::new(); n_slots];
+        let mut pooled = vec![false; n_slots];
+        for node in ir.nodes {
+            match node.op {
+                Op::Stencil(op) => {
+                    readers[node.inputs[0]].push(stencils.len());
+                    stencils.push(StencilStep {
+                        name: node.name,
+                        op: Arc::from(op),
+                        input: node.inputs[0],
+                        output: node.output,
+                    });
+                }
+                Op::GlobalAvgPool => {
+                    pooled[node.inputs[0]] = true;
+                    pools.push((node.inputs[0], node.output));
+                }
+                Op::Dense(op) => dense.push(DenseStep {
+                    op: Arc::from(op),
+                    inputs: node.inputs,
+                    output: node.output,
+                }),
+            }
+        }
+        // A value is cut down after its last reader; a value without stencil readers right
+        // after it is produced (the input: after it is fed, handled by the executor).
+        let mut trim_after = vec![Vec::new(); stencils.len()];
+        for (slot, r) in readers.iter().enumerate() {
+            match r.last() {
+                Some(&last) => trim_after[last].push(slot),
+                None => {
+                    if let Some(i) = stencils.iter().position(|s| s.output == slot) {
+                        trim_after[i].push(slot);
+                    }
+                }
+            }
+        }
+        let max_channels = ir
+            .types
+            .iter()
+            .map(|t| match t {
+                ValueType::Sparse { channels, .. } => *channels,
+                ValueType::Dense { .. } => 0,
+            })
+            .max()
+            .unwrap_or(1);
+        let output_dim = match ir.types[ir.output_slot] {
+            ValueType::Dense { channels } | ValueType::Sparse { channels, .. } => channels,
+        };
+        Self {
+            stencils,
+            pools,
+            dense,
+            types: ir.types,
+            readers,
+            pooled,
+            trim_after,
+            input_slot: ir.input_slot,
+            output_slot: ir.output_slot,
+            output_dim,
+            max_channels,
+        }
+    }
+
+    /// Channels of a slot.
+    pub fn channels(&self, slot: usize) -> usize {
+        match self.types[slot] {
+            ValueType::Dense { channels } | ValueType::Sparse { channels, .. } => channels,
+        }
+    }
+
+    /// Tensor stride of a sparse slot (1 for dense ones).
+    pub fn stride(&self, slot: usize) -> u64 {
+        match self.types[slot] {
+            ValueType::Sparse { stride, .. } => stride,
+            ValueType::Dense { .. } => 1,
+        }
+    }
+
+    /// Pattern entries per band when the options leave it open.
+    pub fn auto_band(&self) -> usize {
+        (BAND_BYTES / (4 * self.max_channels + 16)).clamp(MIN_BAND, MAX_BAND)
+    }
+}

@@ -1,0 +1,334 @@
+//! Micro-kernel of the featurizer's sparse convolutions: a few gathered input rows times one
+//! weight slice, added into (or stored as) output rows.
+//!
+//! [`gemm_rows`] (one version per [`SimdLevel`](super::SimdLevel)) computes, for each of the
+//! `m ≤ MR` input rows `x_r` (`cin` values each, anywhere in memory) and the weight slice `w`
+//! (`[cin, cout]`, row-major), the product row `p_r[j] = Σ_ci x_r[ci]·w[ci][j]` as **one fused
+//! multiply-add chain over `ci` ascending, starting from +0.0** — the same operations on every
+//! level, since each output channel `j` is its own lane — and then writes
+//! `dst_r = p_r` (bit `r` of `fresh` set) or `dst_r = dst_r + p_r` (one rounding). Output rows
+//! are processed in order `r = 0, 1, …`, each read right before it is written, so two
+//! calls' contributions to one row are added in call order.
+//!
+//! Register blocking differs per level and never changes the arithmetic of a lane:
+//!
+//! | level | rows per call (`MR`) | column blocks |
+//! |---|---:|---|
+//! | scalar | 4 | one channel at a time, [`f32::mul_add`] |
+//! | AVX2+FMA | 6 | 16 (two `ymm`), 8, then single lanes with scalar FMA |
+//! | AVX-512 | 12 | 32 (two `zmm`), 16, then a masked block |
+
+/// Arguments of one micro-kernel call (see the module docs). Checked once per call by
+/// [`GemmArgs::check`]; the kernels index within these bounds.
+pub(crate) struct GemmArgs<'a> {
+    /// `m` input rows of `cin` values (`1 ≤ m ≤ MR` of the level).
+    pub xs: &'a [&'a [f32]],
+    /// `[cin, cout]` row-major.
+    pub w: &'a [f32],
+    /// Output channels.
+    pub cout: usize,
+    /// Output buffer.
+    pub dst: &'a mut [f32],
+    /// Start of output row `r` in `dst`.
+    pub offs: &'a [usize],
+    /// Bit `r`: store the product instead of adding it.
+    pub fresh: u32,
+}
+
+impl GemmArgs<'_> {
+    /// `cin`, after checking every bound the kernels rely on (panics on a caller bug).
+    fn check(&self, mr: usize) -> usize {
+        let m = self.xs.len();
+        assert!(
+            (1..=mr).contains(&m) && self.offs.len() == m,
+            "1 <= m <= MR rows"
+        );
+        assert!(self.cout > 0 && self.w.len().is_multiple_of(self.cout));
+        let cin = self.w.len() / self.cout;
+        assert!(
+            self.xs.iter().all(|x| x.len() == cin),
+            "input rows of cin values"
+        );
+        assert!(
+            self.offs.iter().all(|&o| o + self.cout <= self.dst.len()),
+            "output rows in bounds"
+        );
+        cin
+    }
+}
+
+/// Rows per call of the scalar kernel.
+pub(crate) const MR_SCALAR: usize = 4;
+/// Rows per call of the AVX2 kernel.
+pub(crate) const MR_AVX2: usize = 6;
+/// Rows per call of the AVX-512 kernel.
+pub(crate) const MR_AVX512: usize = 12;
+
+/// Portable kernel: one output channel at a time, [`f32::mul_add`] over `ci` ascending.
+pub(crate) fn gemm_scalar(a: GemmArgs<'_>) {
+    a.check(MR_SCALAR);
+    let cout = a.cout;
+    let mut p = [0.0f32; 64];
+    for (r, x) in a.xs.iter().enumerate() {
+        for j0 in (0..cout).step_by(64) {
+            let nb = (cout - j0).min(64);
+            let p = &mut p[..nb];
+            p.fill(0.0);
+            for (ci, &xv) in x.iter().enumerate() {
+                let wr = &a.w[ci * cout + j0..][..nb];
+                for (acc, &wv) in p.iter_mut().zip(wr) {
+                    *acc = xv.mul_add(wv, *acc);
+                }
+            }
+            let o = &mut a.dst[a.offs[r] + j0..][..nb];
+            if a.fresh & (1 << r) != 0 {
+                o.copy_from_slice(p);
+            } else {
+                for (d, &v) in o.iter_mut().zip(p.iter()) {
+                    *d += v;
+                }
+            }
+        }
+    }
+}
+
+/// AVX2+FMA kernel.
+///
+/// Only reachable through [`super::kernels::Kernels::for_level`], which hands it out when
+/// the CPU supports AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn gemm_avx2(mut a: GemmArgs<'_>) {
+    let cin = a.check(MR_AVX2);
+    // SAFETY: this kernel is only handed out for CPUs with AVX2 and FMA
+    // (`Kernels::for_level` checks `SimdLevel::is_supported`); bounds were checked above.
+    unsafe { x86::gemm_avx2(&mut a, cin) }
+}
+
+/// AVX-512 kernel.
+///
+/// Only reachable through [`super::kernels::Kernels::for_level`], which hands it out when
+/// the CPU supports AVX-512 F/BW/DQ/VL and FMA.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn gemm_avx512(mut a: GemmArgs<'_>) {
+    let cin = a.check(MR_AVX512);
+    // SAFETY: this kernel is only handed out for CPUs with AVX-512 and FMA
+    // (`Kernels::for_level` checks `SimdLevel::is_supported`); bounds were checked above.
+    unsafe { x86::gemm_avx512(&mut a, cin) }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    use super::GemmArgs;
+
+    /// Raw pointers of one call: `M` input rows, weights, output rows.
+    struct Ptrs<const M: usize> {
+        xs: [*const f32; M],
+        w: *const f32,
+        outs: [*mut f32; M],
+    }
+
+    impl<const M: usize> Ptrs<M> {
+        fn new(a: &mut GemmArgs<'_>) -> Self {
+            let dst = a.dst.as_mut_ptr();
+            Self {
+                xs: std::array::from_fn(|r| a.xs[r].as_ptr()),
+                w: a.w.as_ptr(),
+                // `offs[r] + cout <= dst.len()` (checked by the caller).
+                outs: std::array::from_fn(|r| dst.wrapping_add(a.offs[r])),
+            }
+        }
+    }
+
+    // === AVX-512 ===
+
+    /// # Safety
+    ///
+    /// AVX-512 F and FMA available; `a` passed [`GemmArgs::check`] with `MR_AVX512`.
+    #[target_feature(enable = "avx512f,fma")]
+    pub(super) unsafe fn gemm_avx512(a: &mut GemmArgs<'_>, cin: usize) {
+        // SAFETY (all arms): forwarded caller contract; `m = xs.len()` selects `M`.
+        unsafe {
+            match a.xs.len() {
+                1 => rows512::<1>(a, cin),
+                2 => rows512::<2>(a, cin),
+                3 => rows512::<3>(a, cin),
+                4 => rows512::<4>(a, cin),
+                5 => rows512::<5>(a, cin),
+                6 => rows512::<6>(a, cin),
+                7 => rows512::<7>(a, cin),
+                8 => rows512::<8>(a, cin),
+                9 => rows512::<9>(a, cin),
+                10 => rows512::<10>(a, cin),
+                11 => rows512::<11>(a, cin),
+                _ => rows512::<12>(a, cin),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx512f,fma")]
+    #[inline]
+    unsafe fn rows512<const M: usize>(a: &mut GemmArgs<'_>, cin: usize) {
+        let p = Ptrs::<M>::new(a);
+        let cout = a.cout;
+        let mut j0 = 0;
+        // SAFETY: every block reads weight columns and writes output columns `j0..j0 + 16·V`
+        // (or the masked tail) below `cout`; rows are in bounds (caller contract).
+        unsafe {
+            while j0 + 32 <= cout {
+                cols512::<M, 2>(&p, cin, cout, j0, 0xFFFF, a.fresh);
+                j0 += 32;
+            }
+            if j0 + 16 <= cout {
+                cols512::<M, 1>(&p, cin, cout, j0, 0xFFFF, a.fresh);
+                j0 += 16;
+            }
+            if j0 < cout {
+                let mask = ((1u32 << (cout - j0)) - 1) as __mmask16;
+                cols512::<M, 1>(&p, cin, cout, j0, mask, a.fresh);
+            }
+        }
+    }
+
+    /// `M` rows × `16·V` columns from `j0`; with `V = 1`, only the lanes in `mask`.
+    #[target_feature(enable = "avx512f,fma")]
+    #[inline]
+    unsafe fn cols512<const M: usize, const V: usize>(
+        p: &Ptrs<M>,
+        cin: usize,
+        cout: usize,
+        j0: usize,
+        mask: __mmask16,
+        fresh: u32,
+    ) {
+        let mut acc = [[_mm512_setzero_ps(); V]; M];
+        let mut wp = p.w.wrapping_add(j0);
+        for ci in 0..cin {
+            // SAFETY: `ci < cin`; weight row `ci` has `cout` columns, `j0 + 16·V <= cout` or
+            // masked; input rows have `cin` values.
+            unsafe {
+                let wv: [__m512; V] =
+                    std::array::from_fn(|v| _mm512_maskz_loadu_ps(mask, wp.add(16 * v)));
+                for r in 0..M {
+                    let xb = _mm512_set1_ps(*p.xs[r].add(ci));
+                    for v in 0..V {
+                        acc[r][v] = _mm512_fmadd_ps(xb, wv[v], acc[r][v]);
+                    }
+                }
+            }
+            wp = wp.wrapping_add(cout);
+        }
+        for r in 0..M {
+            for v in 0..V {
+                // SAFETY: output row `r` has `cout` values from `outs[r]`.
+                unsafe {
+                    let o = p.outs[r].add(j0 + 16 * v);
+                    let val = if fresh & (1 << r) != 0 {
+                        acc[r][v]
+                    } else {
+                        _mm512_add_ps(_mm512_maskz_loadu_ps(mask, o), acc[r][v])
+                    };
+                    _mm512_mask_storeu_ps(o, mask, val);
+                }
+            }
+        }
+    }
+
+    // === AVX2 ===
+
+    /// # Safety
+    ///
+    /// AVX2 and FMA available; `a` passed [`GemmArgs::check`] with `MR_AVX2`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn gemm_avx2(a: &mut GemmArgs<'_>, cin: usize) {
+        // SAFETY (all arms): forwarded caller contract.
+        unsafe {
+            match a.xs.len() {
+                1 => rows256::<1>(a, cin),
+                2 => rows256::<2>(a, cin),
+                3 => rows256::<3>(a, cin),
+                4 => rows256::<4>(a, cin),
+                5 => rows256::<5>(a, cin),
+                _ => rows256::<6>(a, cin),
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn rows256<const M: usize>(a: &mut GemmArgs<'_>, cin: usize) {
+        let p = Ptrs::<M>::new(a);
+        let cout = a.cout;
+        let mut j0 = 0;
+        // SAFETY: as in `rows512`.
+        unsafe {
+            while j0 + 16 <= cout {
+                cols256::<M, 2>(&p, cin, cout, j0, a.fresh);
+                j0 += 16;
+            }
+            if j0 + 8 <= cout {
+                cols256::<M, 1>(&p, cin, cout, j0, a.fresh);
+                j0 += 8;
+            }
+        }
+        for j in j0..cout {
+            for r in 0..M {
+                let mut acc = 0.0f32;
+                for ci in 0..cin {
+                    // SAFETY: `ci < cin`, `j < cout`.
+                    unsafe { acc = (*p.xs[r].add(ci)).mul_add(*p.w.add(ci * cout + j), acc) };
+                }
+                // SAFETY: `j < cout`.
+                unsafe {
+                    let o = p.outs[r].add(j);
+                    *o = if a.fresh & (1 << r) != 0 {
+                        acc
+                    } else {
+                        *o + acc
+                    };
+                }
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn cols256<const M: usize, const V: usize>(
+        p: &Ptrs<M>,
+        cin: usize,
+        cout: usize,
+        j0: usize,
+        fresh: u32,
+    ) {
+        let mut acc = [[_mm256_setzero_ps(); V]; M];
+        let mut wp = p.w.wrapping_add(j0);
+        for ci in 0..cin {
+            // SAFETY: `ci < cin`, `j0 + 8·V <= cout`.
+            unsafe {
+                let wv: [__m256; V] = std::array::from_fn(|v| _mm256_loadu_ps(wp.add(8 * v)));
+                for r in 0..M {
+                    let xb = _mm256_set1_ps(*p.xs[r].add(ci));
+                    for v in 0..V {
+                        acc[r][v] = _mm256_fmadd_ps(xb, wv[v], acc[r][v]);
+                    }
+                }
+            }
+            wp = wp.wrapping_add(cout);
+        }
+        for r in 0..M {
+            for v in 0..V {
+                // SAFETY: output row `r` has `cout` values, `j0 + 8·V <= cout`.
+                unsafe {
+                    let o = p.outs[r].add(j0 + 8 * v);
+                    let val = if fresh & (1 << r) != 0 {
+                        acc[r][v]
+                    } else {
+                        _mm256_add_ps(_mm256_loadu_ps(o), acc[r][v])
+                    };
+                    _mm256_storeu_ps(o, val);
+                }
+            }
+        }
+    }
+}

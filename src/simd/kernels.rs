@@ -1,0 +1,156 @@
+//! The featurizer's dispatch table: one set of kernel functions per [`SimdLevel`], chosen
+//! once per run by [`Kernels::for_level`].
+//!
+//! Each entry is a plain function pointer; the AVX2 and AVX-512 entries call code compiled
+//! with those target features, and are only reachable through this table, which checks that
+//! the CPU supports the level first. Calls are per micro-kernel block or per row batch, so
+//! the indirect call costs nothing measurable.
+
+use super::conv::{self, GemmArgs};
+use super::pool;
+use super::SimdLevel;
+
+/// Kernel functions of one SIMD level (see `simd::conv` and `simd::pool` for semantics).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Kernels {
+    /// The level these kernels belong to.
+    pub level: SimdLevel,
+    /// Rows per [`gemm`](Self::gemm) call.
+    pub mr: usize,
+    /// Gathered rows × weight slice, stored or added into output rows.
+    pub gemm: fn(GemmArgs<'_>),
+    /// `x = if 0 > x { 0 } else { x }`.
+    pub relu: fn(&mut [f32]),
+    /// `d = d + s`.
+    pub add: fn(&mut [f32], &[f32]),
+    /// Every row plus the bias row.
+    pub bias: fn(&mut [f32], &[f32]),
+    /// NaN-propagating per-lane max.
+    pub max_into: fn(&mut [f32], &[f32]),
+    /// `acc = acc + f64(s)` (`acc = f64(s)` when the flag is set).
+    pub sum_f64: fn(&mut [f64], &[f32], bool),
+    /// `acc = acc + s` in `f64`.
+    pub add_f64: fn(&mut [f64], &[f64]),
+}
+
+static SCALAR: Kernels = Kernels {
+    level: SimdLevel::Scalar,
+    mr: conv::MR_SCALAR,
+    gemm: conv::gemm_scalar,
+    relu: pool::relu::scalar,
+    add: pool::add::scalar,
+    bias: pool::bias::scalar,
+    max_into: pool::max_into::scalar,
+    sum_f64: pool::sum_f64::scalar,
+    add_f64: pool::add_f64::scalar,
+};
+
+#[cfg(target_arch = "x86_64")]
+static AVX2: Kernels = Kernels {
+    level: SimdLevel::Avx2,
+    mr: conv::MR_AVX2,
+    gemm: conv::gemm_avx2,
+    relu: pool::relu::avx2,
+    add: pool::add::avx2,
+    bias: pool::bias::avx2,
+    max_into: pool::max_into::avx2,
+    sum_f64: pool::sum_f64::avx2,
+    add_f64: pool::add_f64::avx2,
+};
+
+#[cfg(target_arch = "x86_64")]
+static AVX512: Kernels = Kernels {
+    level: SimdLevel::Avx512,
+    mr: conv::MR_AVX512,
+    gemm: conv::gemm_avx512,
+    relu: pool::relu::avx512,
+    add: pool::add::avx512,
+    bias: pool::bias::avx512,
+    max_into: pool::max_into::avx512,
+    sum_f64: pool::sum_f64::avx512,
+    add_f64: pool::add_f64::avx512,
+};
+
+impl Kernels {
+    /// The kernels of `level`, or of the best supported level below it when the CPU lacks
+    /// `level` (callers validate the level first; this keeps the table sound regardless).
+    pub(crate) fn for_level(level: SimdLevel) -> &'static Kernels {
+        let level = level.min(SimdLevel::detect());
+        match level {
+            SimdLevel::Scalar => &SCALAR,
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx2 => &AVX2,
+            #[cfg(target_arch = "x86_64")]
+            SimdLevel::Avx512 => &AVX512,
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => &SCALAR,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The conv micro-kernel gives the same bits on every supported level, for every row
+    /// count and column tail, stored and added.
+    #[test]
+    fn gemm_levels_agree_bit_for_bit() {
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        };
+        for &(cin, cout) in &[(1, 32), (3, 7), (32, 32), (17, 45), (64, 256), (5, 1)] {
+            let w: Vec<f32> = (0..cin * cout).map(|_| next()).collect();
+            let rows: Vec<Vec<f32>> = (0..12)
+                .map(|_| (0..cin).map(|_| next()).collect())
+                .collect();
+            let init: Vec<f32> = (0..13 * cout).map(|_| next()).collect();
+            for m in 1..=12 {
+                let mut want: Option<Vec<u32>> = None;
+                for level in SimdLevel::supported() {
+                    let k = Kernels::for_level(level);
+                    let mut dst = init.clone();
+                    for start in (0..m).step_by(k.mr) {
+                        let end = (start + k.mr).min(m);
+                        let xs: Vec<&[f32]> =
+                            rows[start..end].iter().map(|r| r.as_slice()).collect();
+                        // Rows in reverse order with a gap, every other one fresh.
+                        let offs: Vec<usize> = (start..end).map(|r| (12 - r) * cout).collect();
+                        let fresh = (0..end - start)
+                            .fold(0u32, |f, i| f | ((((start + i) % 2) as u32) << i));
+                        (k.gemm)(GemmArgs {
+                            xs: &xs,
+                            w: &w,
+                            cout,
+                            dst: &mut dst,
+                            offs: &offs,
+                            fresh,
+                        });
+                    }
+                    let bits: Vec<u32> = dst.iter().map(|x| x.to_bits()).collect();
+                    match &want {
+                        None => want = Some(bits),
+                        Some(b) => {
+                            assert_eq!(&bits, b, "cin {cin} cout {cout} m {m} level {level}")
+                        }
+                    }
+                }
+                // And the arithmetic is the documented one (checked on the scalar result).
+                let want = want.expect("scalar level always runs");
+                for r in 0..m {
+                    for j in 0..cout {
+                        let mut acc = 0.0f32;
+                        for ci in 0..cin {
+                            acc = rows[r][ci].mul_add(w[ci * cout + j], acc);
+                        }
+                        let o = (12 - r) * cout + j;
+                        let v = if r % 2 == 1 { acc } else { init[o] + acc };
+                        assert_eq!(want[o], v.to_bits());
+                    }
+                }
+            }
+        }
+    }
+}

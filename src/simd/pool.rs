@@ -1,0 +1,184 @@
+//! Lane-wise row kernels of the featurizer: ReLU, bias, max pooling, row sums and the `f64`
+//! sums of global average pooling.
+//!
+//! Every operation here treats each channel as its own lane (no reduction across lanes), so
+//! the vector versions perform exactly the scalar operations and give the same bits. Each
+//! body is written once (`#[inline(always)]`) and compiled three times: plain, and inside a
+//! `#[target_feature]` function for AVX2 and for AVX-512, where LLVM vectorizes it.
+//!
+//! Semantics (per lane):
+//!
+//! - `relu`: `x = if 0 > x { 0 } else { x }` — NaN and −0 are kept (`maxps(0, x)`).
+//! - `max_into`: `d = if s > d || s is NaN { s } else { d }` — NaN-propagating; for
+//!   non-NaN values the result does not depend on the order of the operands.
+//! - `add`: `d = d + s`; `bias`: each row `r = r + b`.
+//! - `sum_f64`: `acc = acc + f64(s)` (or `acc = f64(s)` for the first row).
+//! - `add_f64`: `acc = acc + s`.
+
+/// Generates the three compiled versions of a lane-wise kernel body.
+macro_rules! lanewise {
+    ($(#[$doc:meta])* $name:ident ( $($arg:ident : $ty:ty),* ) $body:block) => {
+        $(#[$doc])*
+        pub(crate) mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[inline(always)]
+            fn body($($arg: $ty),*) $body
+
+            /// Portable version.
+            pub(crate) fn scalar($($arg: $ty),*) {
+                body($($arg),*)
+            }
+
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            fn avx2_impl($($arg: $ty),*) {
+                body($($arg),*)
+            }
+
+            /// AVX2 version; handed out only for CPUs with AVX2 and FMA.
+            #[cfg(target_arch = "x86_64")]
+            pub(crate) fn avx2($($arg: $ty),*) {
+                // SAFETY: only reachable through `Kernels::for_level`, which checks that the
+                // CPU supports the level.
+                unsafe { avx2_impl($($arg),*) }
+            }
+
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512bw,avx512dq,avx512vl,fma")]
+            fn avx512_impl($($arg: $ty),*) {
+                body($($arg),*)
+            }
+
+            /// AVX-512 version; handed out only for CPUs with AVX-512 F/BW/DQ/VL and FMA.
+            #[cfg(target_arch = "x86_64")]
+            pub(crate) fn avx512($($arg: $ty),*) {
+                // SAFETY: as for `avx2`.
+                unsafe { avx512_impl($($arg),*) }
+            }
+        }
+    };
+}
+
+lanewise!(
+    /// `x = if 0 > x { 0 } else { x }` over a buffer.
+    relu(rows: &mut [f32]) {
+        for x in rows.iter_mut() {
+            *x = if 0.0 > *x { 0.0 } else { *x };
+        }
+    }
+);
+
+lanewise!(
+    /// `d = d + s`.
+    add(d: &mut [f32], s: &[f32]) {
+        assert_eq!(d.len(), s.len());
+        for (d, &s) in d.iter_mut().zip(s) {
+            *d += s;
+        }
+    }
+);
+
+lanewise!(
+    /// Every `b.len()`-wide row of `rows` plus `b`.
+    bias(rows: &mut [f32], b: &[f32]) {
+        if b.is_empty() {
+            return;
+        }
+        for row in rows.chunks_exact_mut(b.len()) {
+            for (d, &s) in row.iter_mut().zip(b) {
+                *d += s;
+            }
+        }
+    }
+);
+
+lanewise!(
+    /// `d = if s > d || s is NaN { s } else { d }`.
+    max_into(d: &mut [f32], s: &[f32]) {
+        assert_eq!(d.len(), s.len());
+        for (d, &s) in d.iter_mut().zip(s) {
+            *d = if s > *d || s.is_nan() { s } else { *d };
+        }
+    }
+);
+
+lanewise!(
+    /// `acc = acc + f64(s)`, or `acc = f64(s)` when `first`.
+    sum_f64(acc: &mut [f64], s: &[f32], first: bool) {
+        assert_eq!(acc.len(), s.len());
+        if first {
+            for (a, &s) in acc.iter_mut().zip(s) {
+                *a = f64::from(s);
+            }
+        } else {
+            for (a, &s) in acc.iter_mut().zip(s) {
+                *a += f64::from(s);
+            }
+        }
+    }
+);
+
+lanewise!(
+    /// `acc = acc + s`.
+    add_f64(acc: &mut [f64], s: &[f64]) {
+        assert_eq!(acc.len(), s.len());
+        for (a, &s) in acc.iter_mut().zip(s) {
+            *a += s;
+        }
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simd::SimdLevel;
+
+    #[test]
+    fn lanewise_kernels_agree_bit_for_bit() {
+        let vals: Vec<f32> = (0..67)
+            .map(|i| match i % 9 {
+                0 => f32::NAN,
+                1 => -0.0,
+                2 => 0.0,
+                3 => -1e-30,
+                4 => f32::INFINITY,
+                _ => ((i * 37 % 23) as f32 - 11.0) / 3.0,
+            })
+            .collect();
+        let other: Vec<f32> = vals.iter().rev().copied().collect();
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let mut want = None;
+        for level in SimdLevel::supported() {
+            let k = crate::simd::kernels::Kernels::for_level(level);
+            let mut r = vals.clone();
+            (k.relu)(&mut r);
+            let mut m = vals.clone();
+            (k.max_into)(&mut m, &other);
+            let mut a = vals.clone();
+            (k.add)(&mut a, &other);
+            let mut s = vec![0.0f64; 67];
+            (k.sum_f64)(&mut s, &vals, true);
+            (k.sum_f64)(&mut s, &other, false);
+            let got = (
+                bits(&r),
+                bits(&m),
+                bits(&a),
+                s.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            );
+            match &want {
+                None => want = Some(got),
+                Some(w) => assert_eq!(&got, w, "level {level}"),
+            }
+        }
+        // Semantics on the scalar level.
+        let mut r = vec![f32::NAN, -0.0, -2.0, 3.0];
+        relu::scalar(&mut r);
+        assert!(r[0].is_nan() && r[1].to_bits() == (-0.0f32).to_bits());
+        assert_eq!(&r[2..], &[0.0, 3.0]);
+        let mut d = vec![1.0, f32::NAN, 2.0];
+        max_into::scalar(&mut d, &[f32::NAN, 5.0, 1.0]);
+        assert!(d[0].is_nan() && d[1].is_nan() && d[2] == 2.0);
+    }
+}
