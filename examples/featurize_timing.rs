@@ -1,106 +1,158 @@
-//! Times the native featurizer on WACO `.csr` matrices with a random-weight, WACO-shaped
-//! graph (1→32 k5 s1, then 13 × 32→32 k3 s2, ReLU after each conv, a global-average-pool
-//! tap after each ReLU, concat → 448 features).
+//! Times the native featurizer on WACO `.csr` matrices with a random-weight graph of the
+//! WACO or the full-size DASH/COGNATE shape.
 //!
 //! ```text
-//! cargo run --release --no-default-features --example featurize_timing -- [DIR] [REPEATS]
+//! cargo run --release --no-default-features --example featurize_timing -- \
+//!     [--graph waco|dash] [--threads 2,1] [--repeats 3] [PATH ...]
 //! ```
 //!
-//! `DIR` defaults to `../shared/data/waco/matrices`. Prints the median wall time of `run`
-//! per matrix for 2 threads and 1 thread, and checks the two results are bit-identical.
-//! With `DASHRANK_TRACE=1` it also prints the time of every featurizer step (the library's
-//! `log::trace!` records) to stderr.
+//! - `waco`: 1→32 k5 s1, then 13 × 32→32 k3 s2, ReLU after each conv, a global-average-pool
+//!   tap after each ReLU, concat → 448 features (the real WACO bundles' shape).
+//! - `dash`: 12 stride-1 convs (k5, then k3) with widths 32, 32, 64, 64, 64, 128, 128, 128,
+//!   256, 256, 256, 256, ReLU after each, a 2×2 stride-2 max pool after layers 3, 6 and 9, a
+//!   global average pool of the last layer → 256 features (`python -m dashrank_onnx.cognate
+//!   --full-size`).
+//!
+//! `PATH`s are `.csr` files or directories of them (default `../shared/data/waco/matrices`).
+//! Prints, per matrix and thread count, the median wall time of `run_with_stats`, the least
+//! CPU time (user + system, from `/proc/self/stat`: less sensitive to other load), the
+//! dense-counted multiply-adds and the featurizer's peak charged memory, and checks that all
+//! thread counts give bit-identical features. Running time only depends on the sparsity
+//! structure and the graph shape, not on the weight values. With `DASHRANK_TRACE=1` it also
+//! prints the time of every featurizer step (the library's `log::trace!` records) to stderr.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Instant;
 
 use dashrank::featurize::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
-use dashrank::featurize::{FeaturizeOptions, FeaturizerGraph, SPARSE_DOMAIN};
+use dashrank::featurize::{FeaturizeOptions, FeaturizeStats, FeaturizerGraph, SPARSE_DOMAIN};
 use dashrank::pattern::CsrPattern;
 
-fn waco_graph(channels: usize, strided_layers: usize, mut seed: u64) -> GraphSpec {
-    let mut uniform = move || {
-        seed = seed
+/// Builds graphs with seeded uniform weights.
+struct Builder {
+    seed: u64,
+    nodes: Vec<NodeSpec>,
+    initializers: BTreeMap<String, TensorSpec>,
+}
+
+impl Builder {
+    fn uniform(&mut self) -> f32 {
+        self.seed = self
+            .seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        ((self.seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    }
+
+    fn node(&mut self, name: &str, op: &str, inputs: Vec<String>, attrs: &[(&str, i64)]) {
+        self.nodes.push(NodeSpec {
+            name: name.into(),
+            op_type: op.into(),
+            domain: if op == "Concat" {
+                String::new()
+            } else {
+                SPARSE_DOMAIN.into()
+            },
+            inputs,
+            outputs: vec![name.into()],
+            attributes: attrs
+                .iter()
+                .map(|&(k, v)| (k.to_string(), AttrValue::Int(v)))
+                .collect(),
+        });
+    }
+
+    fn tensor(&mut self, name: &str, dims: Vec<usize>, scale: f32) {
+        let data = (0..dims.iter().product())
+            .map(|_| self.uniform() * scale)
+            .collect();
+        let t = TensorSpec {
+            name: name.into(),
+            dims,
+            data,
+        };
+        self.initializers.insert(name.into(), t);
+    }
+
+    /// conv (+ bias) → ReLU; returns the ReLU's name.
+    fn conv_relu(
+        &mut self,
+        l: usize,
+        prev: &str,
+        k: usize,
+        s: i64,
+        cin: usize,
+        c: usize,
+    ) -> String {
+        let (w, b, conv, relu) = (
+            format!("w{l}"),
+            format!("b{l}"),
+            format!("conv{l}"),
+            format!("relu{l}"),
+        );
+        self.tensor(&w, vec![k * k, cin, c], 1.4 / ((k * k * cin) as f32).sqrt());
+        self.tensor(&b, vec![c], 0.1);
+        let attrs = [("kernel_size", k as i64), ("stride", s)];
+        self.node(&conv, "SparseConv", vec![prev.into(), w, b], &attrs);
+        self.node(&relu, "SparseReLU", vec![conv], &[]);
+        relu
+    }
+
+    fn spec(self, output: &str) -> GraphSpec {
+        GraphSpec {
+            inputs: vec!["pattern".into()],
+            outputs: vec![output.into()],
+            nodes: self.nodes,
+            initializers: self.initializers,
+        }
+    }
+}
+
+fn waco_graph(seed: u64) -> GraphSpec {
+    let mut g = Builder {
+        seed,
+        nodes: Vec::new(),
+        initializers: BTreeMap::new(),
     };
-    let node = |name: String, op: &str, inputs: Vec<String>, attrs: Vec<(&str, i64)>| NodeSpec {
-        name: name.clone(),
-        op_type: op.into(),
-        domain: if op == "Concat" {
-            String::new()
-        } else {
-            SPARSE_DOMAIN.into()
-        },
-        inputs,
-        outputs: vec![name],
-        attributes: attrs
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), AttrValue::Int(v)))
-            .collect(),
-    };
-    let mut nodes = Vec::new();
-    let mut initializers = BTreeMap::new();
     let mut prev = "pattern".to_string();
     let mut taps = Vec::new();
-    for l in 0..=strided_layers {
-        let (k, s, cin) = if l == 0 {
-            (5usize, 1i64, 1usize)
-        } else {
-            (3, 2, channels)
-        };
-        let scale = 1.0 / ((k * k * cin) as f32).sqrt();
-        let (w, b) = (format!("w{l}"), format!("b{l}"));
-        let wdata = (0..k * k * cin * channels)
-            .map(|_| uniform() * scale)
-            .collect();
-        let bdata = (0..channels).map(|_| uniform() * 0.1).collect();
-        initializers.insert(
-            w.clone(),
-            TensorSpec {
-                name: w.clone(),
-                dims: vec![k * k, cin, channels],
-                data: wdata,
-            },
-        );
-        initializers.insert(
-            b.clone(),
-            TensorSpec {
-                name: b.clone(),
-                dims: vec![channels],
-                data: bdata,
-            },
-        );
-        let (conv, relu, pool) = (format!("conv{l}"), format!("relu{l}"), format!("pool{l}"));
-        nodes.push(node(
-            conv.clone(),
-            "SparseConv",
-            vec![prev, w, b],
-            vec![("kernel_size", k as i64), ("stride", s)],
-        ));
-        nodes.push(node(relu.clone(), "SparseReLU", vec![conv], vec![]));
-        nodes.push(node(
-            pool.clone(),
-            "SparseGlobalAvgPool",
-            vec![relu.clone()],
-            vec![],
-        ));
+    for l in 0..14 {
+        let (k, s, cin) = if l == 0 { (5, 1, 1) } else { (3, 2, 32) };
+        prev = g.conv_relu(l, &prev, k, s, cin, 32);
+        let pool = format!("pool{l}");
+        g.node(&pool, "SparseGlobalAvgPool", vec![prev.clone()], &[]);
         taps.push(pool);
-        prev = relu;
     }
-    nodes.push(node(
-        "conv_features".into(),
-        "Concat",
-        taps,
-        vec![("axis", 1)],
-    ));
-    GraphSpec {
-        inputs: vec!["pattern".into()],
-        outputs: vec!["conv_features".into()],
-        nodes,
-        initializers,
+    g.node("features", "Concat", taps, &[("axis", 1)]);
+    g.spec("features")
+}
+
+fn dash_graph(seed: u64) -> GraphSpec {
+    let mut g = Builder {
+        seed,
+        nodes: Vec::new(),
+        initializers: BTreeMap::new(),
+    };
+    let widths = [32, 32, 64, 64, 64, 128, 128, 128, 256, 256, 256, 256];
+    let mut prev = "pattern".to_string();
+    let mut cin = 1;
+    for (i, &w) in widths.iter().enumerate() {
+        prev = g.conv_relu(i + 1, &prev, if i == 0 { 5 } else { 3 }, 1, cin, w);
+        if [3, 6, 9].contains(&(i + 1)) {
+            let pool = format!("maxpool{}", i + 1);
+            g.node(
+                &pool,
+                "SparseMaxPool",
+                vec![prev],
+                &[("kernel_size", 2), ("stride", 2)],
+            );
+            prev = pool;
+        }
+        cin = w;
     }
+    g.node("features", "SparseGlobalAvgPool", vec![prev], &[]);
+    g.spec("features")
 }
 
 /// Prints `log` records to stderr (enabled by `DASHRANK_TRACE`).
@@ -116,65 +168,113 @@ impl log::Log for StderrLogger {
     fn flush(&self) {}
 }
 
-fn median_ms(
+/// CPU time of this process so far in ms (user + system, from `/proc/self/stat`; 0 where
+/// that is unavailable).
+fn cpu_ms() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0);
+    // Clock ticks of 10 ms (USER_HZ = 100 on Linux).
+    (field(11) + field(12)) * 10.0
+}
+
+/// Median wall time and least CPU time over `repeats` runs (ms), the output and figures.
+fn time_runs(
     graph: &FeaturizerGraph,
     p: &CsrPattern,
     threads: usize,
     repeats: usize,
-) -> (f64, Vec<f32>) {
+) -> Result<(f64, f64, Vec<f32>, FeaturizeStats), Box<dyn std::error::Error>> {
     let opts = FeaturizeOptions {
         threads: Some(threads),
         ..Default::default()
     };
-    let mut out = graph.run(p, &opts).expect("featurize"); // warm-up
-    let mut times = Vec::new();
-    for _ in 0..repeats {
-        let t = Instant::now();
-        out = graph.run(p, &opts).expect("featurize");
+    let (mut times, mut cpu) = (Vec::new(), f64::INFINITY);
+    let (mut out, mut stats) = (Vec::new(), FeaturizeStats::default());
+    for _ in 0..repeats.max(1) {
+        let (t, c) = (Instant::now(), cpu_ms());
+        (out, stats) = graph.run_with_stats(p, &opts)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
+        cpu = cpu.min(cpu_ms() - c);
     }
     times.sort_by(f64::total_cmp);
-    (times[times.len() / 2], out)
+    Ok((times[times.len() / 2], cpu, out, stats))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (mut shape, mut threads, mut repeats, mut paths) =
+        ("waco".to_string(), vec![2, 1], 3, Vec::new());
     let mut args = std::env::args().skip(1);
-    let dir = args
-        .next()
-        .unwrap_or_else(|| "../shared/data/waco/matrices".into());
-    let repeats: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(5);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--graph" => shape = args.next().ok_or("--graph needs a value")?,
+            "--threads" => {
+                let v = args.next().ok_or("--threads needs a value")?;
+                threads = v.split(',').map(str::parse).collect::<Result<_, _>>()?;
+            }
+            "--repeats" => repeats = args.next().ok_or("--repeats needs a value")?.parse()?,
+            _ => paths.push(PathBuf::from(a)),
+        }
+    }
+    if paths.is_empty() {
+        paths.push("../shared/data/waco/matrices".into());
+    }
     if std::env::var_os("DASHRANK_TRACE").is_some() {
         log::set_logger(&StderrLogger).map_err(|e| e.to_string())?;
         log::set_max_level(log::LevelFilter::Trace);
     }
-    let graph = FeaturizerGraph::from_spec(&waco_graph(32, 13, 42))?;
-    assert_eq!(graph.output_dim(), 448);
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "csr"))
-        .collect();
-    paths.sort();
+    let spec = match shape.as_str() {
+        "waco" => waco_graph(42),
+        "dash" => dash_graph(42),
+        other => return Err(format!("unknown graph '{other}' (waco or dash)").into()),
+    };
+    let graph = FeaturizerGraph::from_spec(&spec)?;
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut v: Vec<PathBuf> = std::fs::read_dir(&p)?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "csr"))
+                .collect();
+            v.sort();
+            files.extend(v);
+        } else {
+            files.push(p);
+        }
+    }
     println!(
-        "{:<22} {:>8} {:>8} {:>9} {:>11} {:>11}",
-        "matrix", "rows", "cols", "nnz", "2 thr (ms)", "1 thr (ms)"
+        "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10} {:>9} {:>8} {:>9}",
+        "matrix", "rows", "cols", "nnz", "thr", "time (ms)", "cpu (ms)", "GMAC", "peak MiB"
     );
-    for path in paths {
+    for path in files {
         let p = CsrPattern::read_waco_csr(&path)?;
-        let (t2, o2) = median_ms(&graph, &p, 2, repeats);
-        let (t1, o1) = median_ms(&graph, &p, 1, repeats);
-        let same = o1.iter().zip(&o2).all(|(a, b)| a.to_bits() == b.to_bits());
-        assert!(same, "thread counts disagree on {}", path.display());
         let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
-        println!(
-            "{:<22} {:>8} {:>8} {:>9} {:>11.1} {:>11.1}",
-            name,
-            p.nrows(),
-            p.ncols(),
-            p.nnz(),
-            t2,
-            t1
-        );
+        let mut first: Option<Vec<u32>> = None;
+        for &t in &threads {
+            let (ms, cpu, out, stats) = time_runs(&graph, &p, t, repeats)?;
+            let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
+            match &first {
+                None => first = Some(bits),
+                Some(b) => assert_eq!(b, &bits, "thread counts disagree on {}", path.display()),
+            }
+            println!(
+                "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10.1} {:>9.0} {:>8.1} {:>9.1}",
+                name,
+                p.nrows(),
+                p.ncols(),
+                p.nnz(),
+                t,
+                ms,
+                cpu,
+                stats.dense_macs as f64 / 1e9,
+                stats.peak_bytes as f64 / (1 << 20) as f64
+            );
+        }
     }
     Ok(())
 }

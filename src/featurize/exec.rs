@@ -70,8 +70,8 @@ pub(crate) struct Run<'a, 'm> {
     sums: Vec<Option<TreeSum>>,
     /// Per slot: points produced so far.
     points: Vec<u64>,
-    /// Per stencil step: seconds spent.
-    times: Vec<f64>,
+    /// Per stencil step: seconds spent, rows computed, neighbour pairs.
+    times: Vec<(f64, u64, u64)>,
     stats: FeaturizeStats,
 }
 
@@ -111,7 +111,7 @@ impl<'a, 'm> Run<'a, 'm> {
                 .map(|s| plan.pooled[s].then(|| TreeSum::new(plan.channels(s), 0)))
                 .collect(),
             points: vec![0; n],
-            times: vec![0.0; plan.stencils.len()],
+            times: vec![(0.0, 0, 0); plan.stencils.len()],
             stats: FeaturizeStats::default(),
         }
     }
@@ -135,7 +135,7 @@ impl<'a, 'm> Run<'a, 'm> {
                 for &slot in &self.plan.trim_after[si] {
                     self.trim(slot)?;
                 }
-                self.times[si] += started.elapsed().as_secs_f64();
+                self.times[si].0 += started.elapsed().as_secs_f64();
             }
             self.stats.bands += 1;
             if last {
@@ -144,13 +144,15 @@ impl<'a, 'm> Run<'a, 'm> {
             r0 = r1;
         }
         if log::log_enabled!(log::Level::Trace) {
-            for (st, t) in self.plan.stencils.iter().zip(&self.times) {
+            for (st, &(t, rows, pairs)) in self.plan.stencils.iter().zip(&self.times) {
                 log::trace!(
-                    "featurizer step '{}' ({}): {:.3} ms, {} points",
+                    "featurizer step '{}' ({}): {:.3} ms, {} points, {} rows computed, {} pairs",
                     st.name,
                     st.op.op_type(),
                     t * 1e3,
-                    self.points[st.output]
+                    self.points[st.output],
+                    rows,
+                    pairs
                 );
             }
         }
@@ -288,7 +290,16 @@ impl<'a, 'm> Run<'a, 'm> {
         // Phase A: every task's jobs.
         let jobs: Vec<TaskJobs> = tasks
             .par_iter()
-            .map(|rows| task_jobs(x, &out, rows.clone(), &reach.geom, masks.as_ref()))
+            .map(|rows| {
+                task_jobs(
+                    x,
+                    &out,
+                    rows.clone(),
+                    &reach.geom,
+                    masks.as_ref(),
+                    op.wants_products(),
+                )
+            })
             .collect();
         let job_bytes = jobs.iter().map(TaskJobs::bytes).sum();
         let _job_charge = self
@@ -298,6 +309,8 @@ impl<'a, 'm> Run<'a, 'm> {
         let pairs: u64 = jobs.iter().map(TaskJobs::point_pairs).sum();
         self.stats.dense_macs += pairs * op.macs_per_pair();
         self.stats.rows_computed += n_jobs as u64;
+        self.times[si].1 += n_jobs as u64;
+        self.times[si].2 += pairs;
         self.stats.points += out.len() as u64;
 
         // The new output window: the halo, then the band's rows.
@@ -333,14 +346,12 @@ impl<'a, 'm> Run<'a, 'm> {
                 pooled.then(|| {
                     let first = u64::from(out.rows[rows.start]) / t_y;
                     let mut sum = TreeSum::new(c, first);
-                    let mut p = 0;
+                    let base = out.row_start[rows.start];
                     for ri in rows.clone() {
                         let acc = sum.push_leaf(u64::from(out.rows[ri]) / t_y, k);
-                        for n in 0..out.row_range(ri).len() {
-                            let job = j.point_job[p] as usize;
-                            (k.sum_f64)(acc, &dst[job * c..][..c], n == 0);
-                            p += 1;
-                        }
+                        let pts = out.row_range(ri);
+                        let ids = &j.point_job[pts.start - base..pts.end - base];
+                        (k.sum_rows_f64)(acc, dst, ids);
                     }
                     sum
                 })

@@ -29,6 +29,11 @@ pub(crate) struct TaskJobs {
     pub point_job: Vec<u32>,
     /// Number of points using each job.
     pub uses: Vec<u32>,
+    /// When the stencil wants shared products: per pair, its slot in `hot` if its input row
+    /// is shared, else `u32::MAX`. Empty otherwise.
+    pub slots: Vec<u32>,
+    /// The distinct `(κ, input row id)` pairs with a shared input row, in slot order.
+    pub hot: Vec<(u32, u32)>,
 }
 
 impl TaskJobs {
@@ -52,8 +57,32 @@ impl TaskJobs {
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.pairs.capacity() * 8
-            + (self.starts.capacity() + self.point_job.capacity() + self.uses.capacity()) * 4
+        (self.pairs.capacity() + self.hot.capacity()) * 8
+            + (self.starts.capacity()
+                + self.point_job.capacity()
+                + self.uses.capacity()
+                + self.slots.capacity())
+                * 4
+    }
+
+    /// Fills `slots` and `hot`: every pair whose input row is shared gets the slot of its
+    /// `(κ, row)`, numbered in order of first occurrence.
+    fn assign_slots(&mut self, input: &Window<'_>) {
+        let mut map = PairMap::default();
+        self.slots = self
+            .pairs
+            .iter()
+            .map(|&(kappa, id)| {
+                if !input.shared[id as usize] {
+                    return u32::MAX;
+                }
+                let (slot, new) = map.insert(pack(kappa, id));
+                if new {
+                    self.hot.push((kappa, id));
+                }
+                slot
+            })
+            .collect();
     }
 
     fn new_job(&mut self, pairs: impl Iterator<Item = (u32, u32)>) -> u32 {
@@ -73,8 +102,24 @@ impl TaskJobs {
 }
 
 /// Builds the jobs of the output rows `rows` of `out` (a band's output coordinates) over
-/// `input`. `masks` is the bitmap layout to use for a constant input, if any.
+/// `input`. `masks` is the bitmap layout to use for a constant input, if any; `products`
+/// asks for the shared-product slots (`slots`, `hot`).
 pub(crate) fn task_jobs(
+    input: &Window<'_>,
+    out: &Coords,
+    rows: Range<usize>,
+    geom: &Geometry,
+    masks: Option<&MaskGeometry>,
+    products: bool,
+) -> TaskJobs {
+    let mut jobs = find_jobs(input, out, rows, geom, masks);
+    if products {
+        jobs.assign_slots(input);
+    }
+    jobs
+}
+
+fn find_jobs(
     input: &Window<'_>,
     out: &Coords,
     rows: Range<usize>,
@@ -84,9 +129,10 @@ pub(crate) fn task_jobs(
     let mut jobs = TaskJobs {
         starts: vec![0],
         point_job: Vec::with_capacity(out.points_of(rows.clone()).len()),
+        pairs: Vec::with_capacity(2 * out.points_of(rows.clone()).len()),
         ..TaskJobs::default()
     };
-    let mut keys = KeySet::default();
+    let mut keys = KeySet::with_capacity(out.points_of(rows.clone()).len());
     let mut key_job: Vec<u32> = Vec::new();
     let k = geom.k as u32;
     if input.is_constant() && geom.k * geom.k <= 64 {
@@ -153,11 +199,6 @@ pub(crate) fn task_jobs(
     jobs
 }
 
-#[inline]
-fn pack(kappa: u32, id: u32) -> u64 {
-    (u64::from(kappa) << 32) | u64::from(id)
-}
-
 /// A set of keys (`u64` sequences) numbered in insertion order: open addressing over a
 /// power-of-two slot array, keys stored back to back in one arena.
 #[derive(Default)]
@@ -171,6 +212,16 @@ struct KeySet {
 }
 
 impl KeySet {
+    /// An empty set with room for about `n` keys without growing.
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            slots: vec![0; (2 * n).next_power_of_two().max(64)],
+            hashes: Vec::with_capacity(n),
+            starts: Vec::with_capacity(n),
+            arena: Vec::with_capacity(n),
+        }
+    }
+
     fn len(&self) -> usize {
         self.hashes.len()
     }
@@ -233,6 +284,59 @@ impl KeySet {
                 i = (i + 1) & mask;
             }
             self.slots[i] = k as u32 + 1;
+        }
+    }
+}
+
+#[inline]
+fn pack(kappa: u32, id: u32) -> u64 {
+    (u64::from(kappa) << 32) | u64::from(id)
+}
+
+/// `u64 → slot` map numbering keys in insertion order (open addressing).
+#[derive(Default)]
+struct PairMap {
+    /// `(key, slot + 1)`; slot 0 = empty.
+    table: Vec<(u64, u32)>,
+    len: usize,
+}
+
+impl PairMap {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline]
+    fn index(key: u64, mask: usize) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
+    }
+
+    /// The slot of `key`, inserting it if new, and whether it was new.
+    fn insert(&mut self, key: u64) -> (u32, bool) {
+        if (self.len + 1) * 2 > self.table.len() {
+            let old = std::mem::take(&mut self.table);
+            self.table = vec![(0, 0); (old.len() * 2).max(64)];
+            let mask = self.table.len() - 1;
+            for (k, s) in old.into_iter().filter(|e| e.1 != 0) {
+                let mut i = Self::index(k, mask);
+                while self.table[i].1 != 0 {
+                    i = (i + 1) & mask;
+                }
+                self.table[i] = (k, s);
+            }
+        }
+        let mask = self.table.len() - 1;
+        let mut i = Self::index(key, mask);
+        loop {
+            match self.table[i] {
+                (_, 0) => {
+                    self.len += 1;
+                    self.table[i] = (key, self.len as u32);
+                    return (self.len as u32 - 1, true);
+                }
+                (k, s) if k == key => return (s - 1, false),
+                _ => i = (i + 1) & mask,
+            }
         }
     }
 }

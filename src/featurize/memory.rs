@@ -111,12 +111,12 @@ impl BufferPool {
     pub const RETAINED_BYTES: usize = 64 << 20;
 
     /// A buffer of length `n` with **unspecified contents** (stale values from an earlier
-    /// use): callers overwrite all of it. Takes a pooled buffer with capacity in
-    /// `n..=n + n/4`, preferring one already at least `n` long, else allocates.
+    /// use): callers overwrite all of it. Takes the smallest pooled buffer with capacity in
+    /// `n..=2n` (preferring one already at least `n` long), else allocates.
     pub fn take(&self, n: usize) -> Vec<f32> {
         let pooled = {
             let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
-            let fits = |v: &Vec<f32>| v.capacity() >= n && v.capacity() - n <= n / 4;
+            let fits = |v: &Vec<f32>| v.capacity() >= n && v.capacity() - n <= n;
             let pick = (0..bufs.len())
                 .filter(|&i| fits(&bufs[i]))
                 .min_by_key(|&i| (bufs[i].len() < n, bufs[i].capacity()));

@@ -11,7 +11,7 @@
 use super::coords::Coords;
 
 /// Target number of output points per parallel task.
-const TASK_POINTS: usize = 2048;
+const TASK_POINTS: usize = 8192;
 
 /// Kernel geometry of one layer: per-axis offsets at the input tensor stride.
 #[derive(Debug, Clone, PartialEq, Eq)]

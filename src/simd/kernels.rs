@@ -29,6 +29,8 @@ pub(crate) struct Kernels {
     pub max_into: fn(&mut [f32], &[f32]),
     /// `acc = acc + f64(s)` (`acc = f64(s)` when the flag is set).
     pub sum_f64: fn(&mut [f64], &[f32], bool),
+    /// `acc = Σ f64(table row)` over row ids, in order.
+    pub sum_rows_f64: fn(&mut [f64], &[f32], &[u32]),
     /// `acc = acc + s` in `f64`.
     pub add_f64: fn(&mut [f64], &[f64]),
 }
@@ -42,6 +44,7 @@ static SCALAR: Kernels = Kernels {
     bias: pool::bias::scalar,
     max_into: pool::max_into::scalar,
     sum_f64: pool::sum_f64::scalar,
+    sum_rows_f64: pool::sum_rows_f64::scalar,
     add_f64: pool::add_f64::scalar,
 };
 
@@ -55,6 +58,7 @@ static AVX2: Kernels = Kernels {
     bias: pool::bias::avx2,
     max_into: pool::max_into::avx2,
     sum_f64: pool::sum_f64::avx2,
+    sum_rows_f64: pool::sum_rows_f64::avx2,
     add_f64: pool::add_f64::avx2,
 };
 
@@ -68,6 +72,7 @@ static AVX512: Kernels = Kernels {
     bias: pool::bias::avx512,
     max_into: pool::max_into::avx512,
     sum_f64: pool::sum_f64::avx512,
+    sum_rows_f64: pool::sum_rows_f64::avx512,
     add_f64: pool::add_f64::avx512,
 };
 

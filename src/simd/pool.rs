@@ -13,6 +13,7 @@
 //!   non-NaN values the result does not depend on the order of the operands.
 //! - `add`: `d = d + s`; `bias`: each row `r = r + b`.
 //! - `sum_f64`: `acc = acc + f64(s)` (or `acc = f64(s)` for the first row).
+//! - `sum_rows_f64`: `acc = f64(r₀) + f64(r₁) + …` over table rows in order.
 //! - `add_f64`: `acc = acc + s`.
 
 /// Generates the three compiled versions of a lane-wise kernel body.
@@ -115,6 +116,26 @@ lanewise!(
         } else {
             for (a, &s) in acc.iter_mut().zip(s) {
                 *a += f64::from(s);
+            }
+        }
+    }
+);
+
+lanewise!(
+    /// `acc = Σ f64(row id)` over the `acc.len()`-wide rows `ids` of `table`, in order: the
+    /// first converted, the next ones added (one row's points for global average pooling).
+    sum_rows_f64(acc: &mut [f64], table: &[f32], ids: &[u32]) {
+        let c = acc.len();
+        for (n, &id) in ids.iter().enumerate() {
+            let row = &table[id as usize * c..][..c];
+            if n == 0 {
+                for (a, &v) in acc.iter_mut().zip(row) {
+                    *a = f64::from(v);
+                }
+            } else {
+                for (a, &v) in acc.iter_mut().zip(row) {
+                    *a += f64::from(v);
+                }
             }
         }
     }

@@ -146,6 +146,11 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
     fn fuse_relu(&mut self) -> bool {
         false
     }
+    /// Whether [`compute`](Self::compute) uses shared products (`TaskJobs::hot`): the
+    /// executor then numbers the pairs whose input row is shared.
+    fn wants_products(&self) -> bool {
+        false
+    }
     /// Multiply-adds per `(output, input)` neighbour pair of a direct evaluation (for the
     /// dense-counted GMAC figures of the benchmarks); 0 for stencils without products.
     fn macs_per_pair(&self) -> u64 {

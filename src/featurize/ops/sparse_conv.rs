@@ -13,7 +13,7 @@
 //!
 //! Per task, products whose input row is shared (used by several points, so the same
 //! `(κ, row)` product can serve several output rows) are computed once into a product table;
-//! the others are computed in tiles of up to 64 output rows, bucketed by κ, by the
+//! the others are computed in tiles of output rows (about 32 KiB), bucketed by κ, by the
 //! micro-kernel reading the input rows in place, `MR` rows per call, and added straight into
 //! the output rows. The two give the same bits for a product, so the split is only a matter
 //! of speed.
@@ -96,8 +96,11 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
     })
 }
 
-/// Output rows per tile (tiles track started rows in a `u64`).
-const TILE: usize = 64;
+/// Output rows per tile: about 32 KiB of output (16 to 256 rows), so the tile stays in
+/// cache while every κ adds to it, and each κ bucket fills the micro-kernel's rows.
+fn tile_rows(cout: usize) -> usize {
+    (32768 / (4 * cout.max(1))).clamp(16, 256)
+}
 
 impl Stencil for SparseConv {
     fn op_type(&self) -> &'static str {
@@ -125,46 +128,51 @@ impl Stencil for SparseConv {
         (self.cin * self.cout) as u64
     }
 
+    fn wants_products(&self) -> bool {
+        true
+    }
+
     fn compute(&self, jobs: &TaskJobs, input: &Window<'_>, out: &mut [f32], k: &Kernels) {
-        let (cin, cout) = (self.cin, self.cout);
+        let cout = self.cout;
         let volume = self.reach.geom.volume();
-        let w_of = |kappa: usize| &self.weights[kappa * cin * cout..][..cin * cout];
-        let (hot, products) = self.shared_products(jobs, input, k);
+        let products = self.shared_products(jobs, input, k);
         let mut buckets: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); volume];
         let mut xs: Vec<&[f32]> = Vec::with_capacity(k.mr);
         let mut offs: Vec<usize> = Vec::with_capacity(k.mr);
-        for (t, tile) in out.chunks_mut(TILE * cout).enumerate() {
-            let first = t * TILE;
+        let tile_n = tile_rows(cout);
+        let mut started = vec![false; tile_n];
+        for (t, tile) in out.chunks_mut(tile_n * cout).enumerate() {
+            let first = t * tile_n;
             let n = tile.len() / cout;
-            for o in 0..n {
-                for &(kappa, id) in jobs.pairs(first + o) {
-                    let slot = if input.shared[id as usize] {
-                        hot.get(pack(kappa, id)).unwrap_or(u32::MAX)
-                    } else {
-                        u32::MAX
-                    };
-                    buckets[kappa as usize].push((o as u32, id, slot));
+            let pairs = jobs.starts[first] as usize..jobs.starts[first + n] as usize;
+            let mut o = 0u32;
+            for i in pairs {
+                while jobs.starts[first + o as usize + 1] as usize <= i {
+                    o += 1;
                 }
+                let (kappa, id) = jobs.pairs[i];
+                let slot = jobs.slots.get(i).copied().unwrap_or(u32::MAX);
+                buckets[kappa as usize].push((o, id, slot));
             }
-            let mut started: u64 = 0;
+            started.fill(false);
             for (kappa, bucket) in buckets.iter_mut().enumerate() {
                 if bucket.is_empty() {
                     continue;
                 }
-                let w = w_of(kappa);
+                let w = &self.weights[kappa * self.cin * cout..][..self.cin * cout];
                 let mut fresh = 0u32;
                 for &(o, id, slot) in bucket.iter() {
                     let dst = o as usize * cout;
                     if slot != u32::MAX {
                         let p = &products[slot as usize * cout..][..cout];
-                        if started & (1 << o) == 0 {
+                        if !started[o as usize] {
                             tile[dst..dst + cout].copy_from_slice(p);
                         } else {
                             (k.add)(&mut tile[dst..dst + cout], p);
                         }
                         continue;
                     }
-                    if started & (1 << o) == 0 {
+                    if !started[o as usize] {
                         fresh |= 1 << xs.len();
                     }
                     xs.push(input.row(id));
@@ -197,12 +205,12 @@ impl Stencil for SparseConv {
                     offs.clear();
                 }
                 for &(o, _, _) in bucket.iter() {
-                    started |= 1 << o;
+                    started[o as usize] = true;
                 }
                 bucket.clear();
             }
-            for (o, row) in tile.chunks_exact_mut(cout).enumerate() {
-                if started & (1 << o) == 0 {
+            for (row, &s) in tile.chunks_exact_mut(cout).zip(&started) {
+                if !s {
                     row.fill(0.0); // no neighbour
                 }
             }
@@ -217,30 +225,18 @@ impl Stencil for SparseConv {
 }
 
 impl SparseConv {
-    /// The products `x[id] · W[κ]` of every pair of `jobs` whose input row is shared, each
-    /// computed once: the slot of each pair, and the `[slots, cout]` table.
-    fn shared_products(
-        &self,
-        jobs: &TaskJobs,
-        input: &Window<'_>,
-        k: &Kernels,
-    ) -> (PairMap, Vec<f32>) {
+    /// The products `x[id] · W[κ]` of the task's shared pairs (`jobs.hot`, in slot order),
+    /// `[slots, cout]`, each computed once.
+    fn shared_products(&self, jobs: &TaskJobs, input: &Window<'_>, k: &Kernels) -> Vec<f32> {
         let (cin, cout) = (self.cin, self.cout);
-        let mut hot = PairMap::default();
-        let mut by_kappa: Vec<Vec<(u32, u32)>> = Vec::new(); // per κ: (id, slot)
-        for &(kappa, id) in &jobs.pairs {
-            if !input.shared[id as usize] {
-                continue;
-            }
-            let (slot, new) = hot.insert(pack(kappa, id));
-            if new {
-                if by_kappa.is_empty() {
-                    by_kappa = vec![Vec::new(); self.reach.geom.volume()];
-                }
-                by_kappa[kappa as usize].push((id, slot));
-            }
+        let mut products = vec![0.0f32; jobs.hot.len() * cout];
+        if jobs.hot.is_empty() {
+            return products;
         }
-        let mut products = vec![0.0f32; hot.len() * cout];
+        let mut by_kappa: Vec<Vec<(u32, u32)>> = vec![Vec::new(); self.reach.geom.volume()];
+        for (slot, &(kappa, id)) in jobs.hot.iter().enumerate() {
+            by_kappa[kappa as usize].push((id, slot as u32));
+        }
         let mut xs: Vec<&[f32]> = Vec::with_capacity(k.mr);
         let mut offs: Vec<usize> = Vec::with_capacity(k.mr);
         for (kappa, list) in by_kappa.iter().enumerate() {
@@ -261,76 +257,6 @@ impl SparseConv {
                 });
             }
         }
-        (hot, products)
-    }
-}
-
-#[inline]
-fn pack(kappa: u32, id: u32) -> u64 {
-    (u64::from(kappa) << 32) | u64::from(id)
-}
-
-/// `u64 → slot` map numbering keys in insertion order (open addressing).
-#[derive(Default)]
-pub(crate) struct PairMap {
-    /// `(key, slot + 1)`; slot 0 = empty.
-    table: Vec<(u64, u32)>,
-    len: usize,
-}
-
-impl PairMap {
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    #[inline]
-    fn index(key: u64, mask: usize) -> usize {
-        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
-    }
-
-    /// The slot of `key`, if present.
-    #[inline]
-    fn get(&self, key: u64) -> Option<u32> {
-        if self.table.is_empty() {
-            return None;
-        }
-        let mask = self.table.len() - 1;
-        let mut i = Self::index(key, mask);
-        loop {
-            match self.table[i] {
-                (_, 0) => return None,
-                (k, s) if k == key => return Some(s - 1),
-                _ => i = (i + 1) & mask,
-            }
-        }
-    }
-
-    /// The slot of `key`, inserting it if new, and whether it was new.
-    fn insert(&mut self, key: u64) -> (u32, bool) {
-        if (self.len + 1) * 2 > self.table.len() {
-            let old = std::mem::take(&mut self.table);
-            self.table = vec![(0, 0); (old.len() * 2).max(64)];
-            let mask = self.table.len() - 1;
-            for (k, s) in old.into_iter().filter(|e| e.1 != 0) {
-                let mut i = Self::index(k, mask);
-                while self.table[i].1 != 0 {
-                    i = (i + 1) & mask;
-                }
-                self.table[i] = (k, s);
-            }
-        }
-        let mask = self.table.len() - 1;
-        let mut i = Self::index(key, mask);
-        loop {
-            match self.table[i] {
-                (_, 0) => {
-                    self.len += 1;
-                    self.table[i] = (key, self.len as u32);
-                    return (self.len as u32 - 1, true);
-                }
-                (k, s) if k == key => return (s - 1, false),
-                _ => i = (i + 1) & mask,
-            }
-        }
+        products
     }
 }

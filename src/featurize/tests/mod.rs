@@ -335,7 +335,7 @@ pub(crate) fn apply(
     let cout = op.cout();
     let mut feats = Vec::new();
     for rows in tasks(&out) {
-        let jobs = task_jobs(&x, &out, rows, &reach.geom, None);
+        let jobs = task_jobs(&x, &out, rows, &reach.geom, None, op.wants_products());
         let mut rows_out = vec![f32::NAN; jobs.len() * cout];
         op.compute(&jobs, &x, &mut rows_out, k);
         for &j in &jobs.point_job {
