@@ -72,6 +72,9 @@ pub(crate) struct Run<'a, 'm> {
     points: Vec<u64>,
     /// Per stencil step: seconds spent, rows computed, neighbour pairs.
     times: Vec<(f64, u64, u64)>,
+    /// Seconds per phase over all steps: coordinates, jobs, output table, rows and sums,
+    /// window assembly, halo cuts.
+    phases: [f64; 6],
     stats: FeaturizeStats,
 }
 
@@ -112,6 +115,7 @@ impl<'a, 'm> Run<'a, 'm> {
                 .collect(),
             points: vec![0; n],
             times: vec![(0.0, 0, 0); plan.stencils.len()],
+            phases: [0.0; 6],
             stats: FeaturizeStats::default(),
         }
     }
@@ -132,9 +136,11 @@ impl<'a, 'm> Run<'a, 'm> {
             for si in 0..self.plan.stencils.len() {
                 let started = Instant::now();
                 self.step(si)?;
+                let cut = Instant::now();
                 for &slot in &self.plan.trim_after[si] {
                     self.trim(slot)?;
                 }
+                self.phases[5] += cut.elapsed().as_secs_f64();
                 self.times[si].0 += started.elapsed().as_secs_f64();
             }
             self.stats.bands += 1;
@@ -144,6 +150,17 @@ impl<'a, 'm> Run<'a, 'm> {
             r0 = r1;
         }
         if log::log_enabled!(log::Level::Trace) {
+            let p = self.phases.map(|t| t * 1e3);
+            log::trace!(
+                "featurizer run: {} bands of {} entries, SIMD level {}",
+                self.stats.bands,
+                self.stats.band_entries,
+                self.k.level
+            );
+            log::trace!(
+                "featurizer phases (ms): coordinates {:.1}, jobs {:.1}, tables {:.1}, rows and sums {:.1}, windows {:.1}, halos {:.1}",
+                p[0], p[1], p[2], p[3], p[4], p[5]
+            );
             for (st, &(t, rows, pairs)) in self.plan.stencils.iter().zip(&self.times) {
                 log::trace!(
                     "featurizer step '{}' ({}): {:.3} ms, {} points, {} rows computed, {} pairs",
@@ -262,6 +279,12 @@ impl<'a, 'm> Run<'a, 'm> {
         let reach = op.reach();
         let y_slot = step.output;
         let t_out = reach.t_out as i64;
+        let mut clock = Instant::now();
+        let mut lap = |phases: &mut [f64; 6], i: usize| {
+            let now = Instant::now();
+            phases[i] += (now - clock).as_secs_f64();
+            clock = now;
+        };
         let out = if reach.stride == 1 {
             x.coords.copy_rows(x.coords.rows_between(start, end))
         } else {
@@ -287,6 +310,7 @@ impl<'a, 'm> Run<'a, 'm> {
         let masks = (x.is_constant() && x.len() >= 32 * x.coords.rows.len().max(1))
             .then(|| MaskGeometry::new(&reach.geom, reach.t_in, self.pattern.ncols() as u64))
             .flatten();
+        lap(&mut self.phases, 0);
         // Phase A: every task's jobs.
         let jobs: Vec<TaskJobs> = tasks
             .par_iter()
@@ -313,6 +337,7 @@ impl<'a, 'm> Run<'a, 'm> {
         self.times[si].2 += pairs;
         self.stats.points += out.len() as u64;
 
+        lap(&mut self.phases, 1);
         // The new output window: the halo, then the band's rows.
         let halo = self.take(y_slot)?;
         let c = op.cout();
@@ -326,6 +351,7 @@ impl<'a, 'm> Run<'a, 'm> {
         let charge = self.mem.charge(bytes, node, "the rows of a band")?;
         let mut table = self.pool.take((halo_rows + n_jobs) * c);
         table[..halo_rows * c].copy_from_slice(&halo.table[..halo_rows * c]);
+        lap(&mut self.phases, 2);
         // Phase B: the jobs' rows, then the tasks' pooled sums.
         let mut slices: Vec<&mut [f32]> = Vec::with_capacity(jobs.len());
         let mut rest = &mut table[halo_rows * c..];
@@ -357,6 +383,7 @@ impl<'a, 'm> Run<'a, 'm> {
                 })
             })
             .collect();
+        lap(&mut self.phases, 3);
         if let Some(sum) = &mut self.sums[y_slot] {
             for part in partials.iter().flatten() {
                 sum.extend(part, k);
@@ -386,6 +413,7 @@ impl<'a, 'm> Run<'a, 'm> {
             charge: Some(charge),
         });
         self.final_to[y_slot] = next;
+        lap(&mut self.phases, 4);
         Ok(())
     }
 

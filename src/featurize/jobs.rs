@@ -302,10 +302,6 @@ struct PairMap {
 }
 
 impl PairMap {
-    fn len(&self) -> usize {
-        self.len
-    }
-
     #[inline]
     fn index(key: u64, mask: usize) -> usize {
         (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask

@@ -152,6 +152,7 @@ impl BufferPool {
     }
 
     /// Bytes held.
+    #[cfg(test)]
     pub fn bytes(&self) -> usize {
         let bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
         bufs.iter().map(|b| b.capacity() * 4).sum()

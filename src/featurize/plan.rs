@@ -102,6 +102,13 @@ impl Plan {
         for node in ir.nodes {
             match node.op {
                 Op::Stencil(op) => {
+                    debug_assert_eq!(
+                        ir.types[node.inputs[0]],
+                        ValueType::Sparse {
+                            channels: op.cin(),
+                            stride: op.reach().t_in
+                        }
+                    );
                     readers[node.inputs[0]].push(stencils.len());
                     stencils.push(StencilStep {
                         name: node.name,

@@ -108,11 +108,6 @@ impl TreeSum {
         }
         acc
     }
-
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.sums.capacity() * 8 + self.nodes.capacity() * 16
-    }
 }
 
 #[cfg(test)]

@@ -50,14 +50,6 @@ impl<'m> Window<'m> {
         points * 8 + row_count * 12 + rows * (channels * 4 + 1)
     }
 
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.coords.bytes()
-            + self.ids.capacity() * 4
-            + self.table.capacity() * 4
-            + self.shared.capacity()
-    }
-
     /// Number of points.
     pub fn len(&self) -> usize {
         self.ids.len()

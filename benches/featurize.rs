@@ -1,0 +1,484 @@
+//! Featurizer benchmark: the native featurizer on real and generated matrices, with every
+//! speed a ratio against references measured in the same run.
+//!
+//! ```text
+//! bash scripts/setup.sh                                              # models/waco-spmm
+//! .venv/bin/python -m dashrank_onnx.cognate --full-size --out models/cognate-full
+//! .venv/bin/python -m dashrank_onnx.corpus                           # target/corpus
+//! cargo bench --bench featurize -- [real] [corpus] [dash]
+//! ```
+//!
+//! Sections (all by default):
+//!
+//! - `real`: the WACO SpMM bundle on the 11 real matrices of `../shared/data/waco/matrices`.
+//! - `corpus`: the WACO SpMM bundle on the generated corpus (`target/corpus`).
+//! - `dash`: the full-size COGNATE bundle (`models/cognate-full`) on pf2177, kim1 and the
+//!   R-MAT corpus matrices.
+//!
+//! The featurizer graph of each bundle is exported by the numpy side (`read_bundle`) and
+//! built with [`FeaturizerGraph::from_spec`], so the Rust side times exactly what
+//! `Model::conv_features` runs, without the dense heads. Per matrix the table shows the best
+//! time of several runs with 2 threads (and 1 thread for `real`), the dense-counted
+//! multiply-adds (every neighbour pair of every conv times `Cin·Cout`), their rate as a
+//! fraction of numpy's `float32` matmul rate measured in the same run with 2 threads, the
+//! peak RSS of a child process that loads the graph and the matrix and featurizes once
+//! (`/usr/bin/time -v`), and the numpy reference featurizer's time and the relative
+//! difference of the outputs where the reference runs (matrices up to
+//! `DASHRANK_BENCH_NUMPY_MAX_NNZ` entries, default 2 000 000, since it holds every layer in
+//! memory). Missing inputs skip their section with a message.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dashrank::featurize::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
+use dashrank::featurize::{FeaturizeOptions, FeaturizeStats, FeaturizerGraph};
+use dashrank::CsrPattern;
+
+type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// Runs per Rust measurement (best kept), and the time after which no new run starts.
+const RUST_RUNS: usize = 5;
+const RUST_BUDGET: Duration = Duration::from_secs(20);
+/// Runs of the numpy reference (best kept), and its time budget in seconds.
+const REF_RUNS: usize = 2;
+const REF_BUDGET_S: f64 = 30.0;
+
+/// The numpy worker: one JSON line per command line.
+const WORKER: &str = r#"
+import base64, json, os, sys, time
+import numpy as np
+from dashrank_onnx.bundle import read_bundle
+from dashrank_onnx.reference import load_csr, run_featurizer
+bundles = {}
+def bundle(path):
+    if path not in bundles:
+        bundles[path] = read_bundle(path)
+    return bundles[path]
+print(json.dumps({"numpy": np.__version__, "python": sys.version.split()[0]}), flush=True)
+for line in sys.stdin:
+    cmd, *args = line.rstrip("\n").split("\t")
+    if cmd == "spec":
+        g = bundle(args[0]).featurizer
+        os.makedirs(args[1], exist_ok=True)
+        inits = {}
+        for name, arr in g.initializers.items():
+            f = os.path.join(args[1], f"init{len(inits)}.bin")
+            np.asarray(arr, dtype="<f4").tofile(f)
+            inits[name] = {"dims": list(np.shape(arr)), "file": f}
+        nodes = [{"name": n.name, "op_type": n.op_type, "domain": n.domain, "inputs": n.inputs,
+                  "outputs": n.outputs, "attrs": {k: int(v) for k, v in n.attrs.items()}}
+                 for n in g.nodes]
+        print(json.dumps({"input": g.input, "output": g.output, "nodes": nodes,
+                          "initializers": inits}), flush=True)
+    elif cmd == "sgemm":
+        n = int(args[0])
+        a = np.random.default_rng(0).random((n, n), dtype=np.float32)
+        b = np.random.default_rng(1).random((n, n), dtype=np.float32)
+        a @ b
+        best = min((lambda t: (a @ b, time.perf_counter() - t)[1])(time.perf_counter()) for _ in range(5))
+        print(json.dumps({"gmacs": n ** 3 / best / 1e9}), flush=True)
+    else:
+        b, path, runs, budget = bundle(args[0]), args[1], int(args[2]), float(args[3])
+        pat = load_csr(path)
+        times, conv, start = [], None, time.perf_counter()
+        while len(times) < runs:
+            t = time.perf_counter()
+            r, c = pat.coords()
+            conv = run_featurizer(b.featurizer, r, c)
+            times.append(time.perf_counter() - t)
+            if time.perf_counter() - start > budget:
+                break
+        print(json.dumps({"times": times, "conv": conv[0].astype(float).tolist()}), flush=True)
+"#;
+
+struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Worker {
+    fn start(repo: &Path) -> BoxResult<(Self, String)> {
+        let python = repo.join(".venv/bin/python");
+        let mut child = Command::new(&python)
+            .arg("-c")
+            .arg(WORKER)
+            .current_dir(repo)
+            .env("OPENBLAS_NUM_THREADS", "2")
+            .env("OMP_NUM_THREADS", "2")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", python.display()))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut w = Self {
+            child,
+            stdin,
+            stdout,
+        };
+        let hello = w.ask(None)?;
+        let versions = format!(
+            "Python {}, numpy {}",
+            hello["python"].as_str().unwrap_or("?"),
+            hello["numpy"].as_str().unwrap_or("?")
+        );
+        Ok((w, versions))
+    }
+
+    fn ask(&mut self, line: Option<String>) -> BoxResult<serde_json::Value> {
+        if let Some(l) = line {
+            writeln!(self.stdin, "{l}")?;
+            self.stdin.flush()?;
+        }
+        let mut out = String::new();
+        if self.stdout.read_line(&mut out)? == 0 {
+            return Err("numpy worker exited early".into());
+        }
+        Ok(serde_json::from_str(&out)?)
+    }
+
+    /// The featurizer of a bundle, exported by the numpy side.
+    fn graph(&mut self, bundle: &Path, dir: &Path) -> BoxResult<(GraphSpec, PathBuf)> {
+        let v = self.ask(Some(format!(
+            "spec\t{}\t{}",
+            bundle.display(),
+            dir.display()
+        )))?;
+        let json = dir.join("spec.json");
+        std::fs::write(&json, v.to_string())?;
+        Ok((spec_from_json(&v)?, json))
+    }
+
+    /// numpy `float32` matmul rate (GMAC/s) with the worker's 2 threads.
+    fn sgemm(&mut self) -> BoxResult<f64> {
+        let v = self.ask(Some("sgemm\t2048".into()))?;
+        v["gmacs"].as_f64().ok_or_else(|| "bad sgemm answer".into())
+    }
+
+    /// Best time (s) and output of the numpy reference featurizer.
+    fn featurize(&mut self, bundle: &Path, path: &Path) -> BoxResult<(f64, Vec<f64>)> {
+        let line = format!(
+            "run\t{}\t{}\t{REF_RUNS}\t{REF_BUDGET_S}",
+            bundle.display(),
+            path.display()
+        );
+        let v = self.ask(Some(line))?;
+        let times: Vec<f64> = serde_json::from_value(v["times"].clone())?;
+        let conv: Vec<f64> = serde_json::from_value(v["conv"].clone())?;
+        let best = times.iter().copied().fold(f64::INFINITY, f64::min);
+        Ok((best, conv))
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A [`GraphSpec`] from the worker's export (weights in little-endian `f32` files).
+fn spec_from_json(v: &serde_json::Value) -> BoxResult<GraphSpec> {
+    let mut initializers = BTreeMap::new();
+    for (name, t) in v["initializers"].as_object().ok_or("no initializers")? {
+        let dims: Vec<usize> = serde_json::from_value(t["dims"].clone())?;
+        let bytes = std::fs::read(t["file"].as_str().ok_or("no file")?)?;
+        let data = bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        initializers.insert(
+            name.clone(),
+            TensorSpec {
+                name: name.clone(),
+                dims,
+                data,
+            },
+        );
+    }
+    let mut nodes = Vec::new();
+    for n in v["nodes"].as_array().ok_or("no nodes")? {
+        let attrs: BTreeMap<String, i64> = serde_json::from_value(n["attrs"].clone())?;
+        nodes.push(NodeSpec {
+            name: n["name"].as_str().unwrap_or("").into(),
+            op_type: n["op_type"].as_str().unwrap_or("").into(),
+            domain: n["domain"].as_str().unwrap_or("").into(),
+            inputs: serde_json::from_value(n["inputs"].clone())?,
+            outputs: serde_json::from_value(n["outputs"].clone())?,
+            attributes: attrs
+                .into_iter()
+                .map(|(k, v)| (k, AttrValue::Int(v)))
+                .collect(),
+        });
+    }
+    Ok(GraphSpec {
+        inputs: vec![v["input"].as_str().ok_or("no input")?.into()],
+        outputs: vec![v["output"].as_str().ok_or("no output")?.into()],
+        nodes,
+        initializers,
+    })
+}
+
+/// Best wall time (s) over runs with `threads`, the output and the run's figures.
+fn time_rust(
+    g: &FeaturizerGraph,
+    p: &CsrPattern,
+    threads: usize,
+) -> BoxResult<(f64, Vec<f32>, FeaturizeStats)> {
+    let opts = FeaturizeOptions {
+        threads: Some(threads),
+        ..Default::default()
+    };
+    let start = Instant::now();
+    let (mut best, mut out, mut stats) = (f64::INFINITY, Vec::new(), FeaturizeStats::default());
+    for i in 0..RUST_RUNS {
+        if i >= 2 && start.elapsed() > RUST_BUDGET {
+            break;
+        }
+        let t = Instant::now();
+        (out, stats) = g.run_with_stats(p, &opts)?;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    Ok((best, out, stats))
+}
+
+/// Peak RSS (MiB) of a child process that builds the graph, reads the matrix and
+/// featurizes once with 2 threads, from `/usr/bin/time -v`; `None` without GNU time.
+fn peak_rss(spec_json: &Path, matrix: &Path) -> Option<f64> {
+    let exe = std::env::current_exe().ok()?;
+    let out = Command::new("/usr/bin/time")
+        .arg("-v")
+        .arg(exe)
+        .args([
+            "--rss-child".as_ref(),
+            spec_json.as_os_str(),
+            matrix.as_os_str(),
+        ])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stderr);
+    let kb: f64 = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes):"))?
+        .trim()
+        .parse()
+        .ok()?;
+    out.status.success().then_some(kb / 1024.0)
+}
+
+/// The `--rss-child` process.
+fn rss_child(spec_json: &str, matrix: &str) -> BoxResult<()> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(spec_json)?)?;
+    let g = FeaturizerGraph::from_spec(&spec_from_json(&v)?)?;
+    let p = CsrPattern::read_waco_csr(matrix)?;
+    let opts = FeaturizeOptions {
+        threads: Some(2),
+        ..Default::default()
+    };
+    let out = g.run(&p, &opts)?;
+    println!("{}", out.len());
+    Ok(())
+}
+
+fn max_rel_diff(a: &[f32], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(1e-12f64, |m, v| m.max(v.abs()));
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (f64::from(*x) - y).abs())
+        .fold(0.0, f64::max)
+        / scale
+}
+
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}
+
+struct Bench {
+    repo: PathBuf,
+    worker: Worker,
+    /// numpy sgemm GMAC/s, 2 threads, measured at the start of each section.
+    peak: f64,
+    numpy_max_nnz: usize,
+}
+
+impl Bench {
+    /// One table: `bundle` on `matrices`, with a 1-thread column when `one_thread`.
+    fn table(
+        &mut self,
+        title: &str,
+        bundle: &Path,
+        matrices: &[PathBuf],
+        one_thread: bool,
+    ) -> BoxResult<()> {
+        println!("\n## {title}\n");
+        if !bundle.join("featurizer.onnx").is_file() {
+            println!(
+                "skipped: {} not found (see the commands at the top of benches/featurize.rs)",
+                bundle.display()
+            );
+            return Ok(());
+        }
+        let dir = self
+            .repo
+            .join("target/bench")
+            .join(bundle.file_name().unwrap_or_default());
+        let (spec, json) = self.worker.graph(bundle, &dir)?;
+        let g = FeaturizerGraph::from_spec(&spec)?;
+        self.peak = self.worker.sgemm()?;
+        println!(
+            "load average {} at start; numpy float32 matmul (2048², 2 threads): {:.1} GMAC/s\n",
+            load(),
+            self.peak
+        );
+        println!("| matrix | rows | nnz | Rust 2 thr (ms) |{} GMAC | GMAC/s | of sgemm | peak RSS (MiB) | charged (MiB) | numpy (ms) | speedup | max rel diff |",
+            if one_thread { " Rust 1 thr (ms) |" } else { "" });
+        println!(
+            "|---|---:|---:|---:|{}---:|---:|---:|---:|---:|---:|---:|---:|",
+            if one_thread { "---:|" } else { "" }
+        );
+        let mut speedups = Vec::new();
+        for path in matrices {
+            if !path.is_file() {
+                println!(
+                    "| {} | skipped: file not found | | | | | | | | | |",
+                    path.display()
+                );
+                continue;
+            }
+            let p = CsrPattern::read_waco_csr(path)?;
+            let (t2, out, stats) = time_rust(&g, &p, 2)?;
+            let t1 = if one_thread {
+                Some(time_rust(&g, &p, 1)?.0)
+            } else {
+                None
+            };
+            let rss = peak_rss(&json, path).map_or("?".into(), |m| format!("{m:.0}"));
+            let gmac = stats.dense_macs as f64 / 1e9;
+            let (numpy, speedup, diff) = if p.nnz() <= self.numpy_max_nnz {
+                let (tr, conv) = self.worker.featurize(bundle, path)?;
+                speedups.push(tr / t2);
+                (
+                    format!("{:.0}", tr * 1e3),
+                    format!("{:.1}×", tr / t2),
+                    format!("{:.1e}", max_rel_diff(&out, &conv)),
+                )
+            } else {
+                ("–".into(), "–".into(), "–".into())
+            };
+            println!(
+                "| {} | {} | {} | {:.1} |{} {:.1} | {:.1} | {:.0} % | {} | {:.0} | {} | {} | {} |",
+                path.file_stem().and_then(|s| s.to_str()).unwrap_or("?"),
+                p.nrows(),
+                p.nnz(),
+                t2 * 1e3,
+                t1.map_or(String::new(), |t| format!(" {:.1} |", t * 1e3)),
+                gmac,
+                gmac / t2,
+                100.0 * gmac / t2 / self.peak,
+                rss,
+                stats.peak_bytes as f64 / (1 << 20) as f64,
+                numpy,
+                speedup,
+                diff
+            );
+        }
+        if !speedups.is_empty() {
+            let geo = (speedups.iter().map(|x| x.ln()).sum::<f64>() / speedups.len() as f64).exp();
+            let min = speedups.iter().copied().fold(f64::INFINITY, f64::min);
+            println!(
+                "\nspeedup over numpy with 2 threads: geometric mean {geo:.1}×, minimum {min:.1}×"
+            );
+        }
+        println!("load average at end: {}", load());
+        Ok(())
+    }
+}
+
+fn main() -> BoxResult<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--rss-child") {
+        return rss_child(&args[1], &args[2]);
+    }
+    let sections: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let want = |s: &str| sections.is_empty() || sections.contains(&s);
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let shared =
+        std::env::var_os("DASHRANK_SHARED").map_or_else(|| repo.join("../shared"), PathBuf::from);
+    let real = shared.join("data/waco/matrices");
+    let corpus = repo.join("target/corpus");
+    let (worker, versions) = match Worker::start(&repo) {
+        Ok(w) => w,
+        Err(e) => {
+            println!("skipped: numpy worker unavailable ({e}); run `bash scripts/setup.sh`");
+            return Ok(());
+        }
+    };
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    println!(
+        "# Featurizer benchmark\n\n{cpu}, {} cores; {versions}; Rust: best of up to {RUST_RUNS} runs; numpy: best of up to {REF_RUNS}.",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let numpy_max_nnz = std::env::var("DASHRANK_BENCH_NUMPY_MAX_NNZ")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2_000_000);
+    let mut b = Bench {
+        repo: repo.clone(),
+        worker,
+        peak: 0.0,
+        numpy_max_nnz,
+    };
+    let waco = repo.join("models/waco-spmm");
+    let dash = repo.join("models/cognate-full");
+    let corpus_files = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| corpus.join(format!("{n}.csr")))
+            .collect::<Vec<_>>()
+    };
+    if want("real") {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&real)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "csr"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        b.table("WACO SpMM bundle, real matrices", &waco, &files, true)?;
+    }
+    if want("corpus") {
+        let files = corpus_files(&[
+            "rmat-1m",
+            "uniform-1m",
+            "rmat-10m",
+            "uniform-10m",
+            "laplace-10m",
+        ]);
+        b.table("WACO SpMM bundle, generated corpus", &waco, &files, false)?;
+    }
+    if want("dash") {
+        let mut files = vec![real.join("pf2177.csr"), real.join("kim1.csr")];
+        files.extend(corpus_files(&["rmat-1m", "rmat-10m"]));
+        b.table("full-size COGNATE bundle", &dash, &files, false)?;
+    }
+    Ok(())
+}
