@@ -20,10 +20,12 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::band::share;
 use super::coords::Coords;
-use super::jobs::{task_jobs, TaskJobs};
+use super::jobs::{task_jobs, Phase};
 use super::masks::MaskGeometry;
 use super::memory::{BufferPool, Memory};
+use super::ops::RowProducts;
 use super::plan::Plan;
 use super::rulebook::tasks;
 use super::tree_sum::TreeSum;
@@ -70,6 +72,9 @@ pub(crate) struct Run<'a, 'm> {
     sums: Vec<Option<TreeSum>>,
     /// Per slot: points produced so far.
     points: Vec<u64>,
+    /// Per stencil step: positive while keys are looked up, negative for the number of
+    /// bands left without (after a band whose keys hardly repeated).
+    share: Vec<i32>,
     /// Per stencil step: seconds spent, rows computed, neighbour pairs.
     times: Vec<(f64, u64, u64)>,
     /// Seconds per phase over all steps: coordinates, jobs, output table, rows and sums,
@@ -110,6 +115,7 @@ impl<'a, 'm> Run<'a, 'm> {
                 .collect(),
             final_to: vec![0; n],
             next_row: vec![0; plan.stencils.len()],
+            share: vec![1; plan.stencils.len()],
             sums: (0..n)
                 .map(|s| plan.pooled[s].then(|| TreeSum::new(plan.channels(s), 0)))
                 .collect(),
@@ -306,13 +312,14 @@ impl<'a, 'm> Run<'a, 'm> {
             self.mem
                 .charge(out.bytes(), node, "the output coordinates of a band")?;
         let tasks = tasks(&out);
-        // Bitmaps pay for a constant input with long rows.
-        let masks = (x.is_constant() && x.len() >= 32 * x.coords.rows.len().max(1))
+        // Bitmaps pay for a constant input unless its rows are very short.
+        let masks = (x.is_constant() && x.len() >= 4 * x.coords.rows.len().max(1))
             .then(|| MaskGeometry::new(&reach.geom, reach.t_in, self.pattern.ncols() as u64))
             .flatten();
         lap(&mut self.phases, 0);
-        // Phase A: every task's jobs.
-        let jobs: Vec<TaskJobs> = tasks
+        // Phase A: every task's jobs, then merged band-wide.
+        let share_keys = self.share[si] > 0;
+        let jobs: Vec<Phase> = tasks
             .par_iter()
             .map(|rows| {
                 task_jobs(
@@ -321,21 +328,78 @@ impl<'a, 'm> Run<'a, 'm> {
                     rows.clone(),
                     &reach.geom,
                     masks.as_ref(),
-                    op.wants_products(),
+                    share_keys,
                 )
             })
             .collect();
-        let job_bytes = jobs.iter().map(TaskJobs::bytes).sum();
-        let _job_charge = self
+        let pairs: u64 = jobs.iter().map(Phase::point_pairs).sum();
+        let keyed_points: u64 = jobs
+            .iter()
+            .map(|p| p.keyed.uses.iter().map(|&u| u64::from(u)).sum::<u64>())
+            .sum();
+        let phase_a_bytes = jobs.iter().map(Phase::bytes).sum();
+        let a_charge = self
             .mem
-            .charge(job_bytes, node, "the neighbour pairs of a band")?;
-        let n_jobs: usize = jobs.iter().map(TaskJobs::len).sum();
-        let pairs: u64 = jobs.iter().map(TaskJobs::point_pairs).sum();
+            .charge(phase_a_bytes, node, "the neighbour pairs of a band")?;
+        let unique_rows: usize = jobs.iter().map(|p| p.unique.len()).sum();
+        let mut band = share(jobs);
+        drop(a_charge);
+        // Stop looking keys up in this layer for a while when they hardly repeat.
+        let keyed_rows = (band.rows - unique_rows) as u64;
+        self.share[si] = if !share_keys {
+            self.share[si] + 1
+        } else if keyed_points >= 4096 && 10 * keyed_rows > 9 * keyed_points {
+            -8
+        } else {
+            1
+        };
+        let _band_charge = self
+            .mem
+            .charge(band.bytes(), node, "the neighbour pairs of a band")?;
+        let n_jobs = band.rows;
         self.stats.dense_macs += pairs * op.macs_per_pair();
         self.stats.rows_computed += n_jobs as u64;
         self.times[si].1 += n_jobs as u64;
         self.times[si].2 += pairs;
         self.stats.points += out.len() as u64;
+        // Products of shared input rows: for every shared row and κ at once when that is
+        // at most half the products the jobs need, else per list for the repeated ones.
+        let k = self.k;
+        let mut products = None;
+        if op.wants_products() {
+            let refs: u64 = band
+                .lists
+                .par_iter()
+                .map(|l| l.pairs.iter().filter(|p| x.shared[p.1 as usize]).count() as u64)
+                .sum();
+            let rows: Vec<u32> = (0..x.table_rows() as u32)
+                .filter(|&r| x.shared[r as usize])
+                .collect();
+            let volume = reach.geom.volume() as u64;
+            if !rows.is_empty() && 2 * rows.len() as u64 * volume <= refs {
+                let bytes = rows.len() * volume as usize * op.cout() * 4;
+                let charge = self
+                    .mem
+                    .charge(bytes, node, "the products of shared rows")?;
+                let mut index = vec![u32::MAX; x.table_rows()];
+                for (i, &r) in rows.iter().enumerate() {
+                    index[r as usize] = i as u32;
+                }
+                products = op.row_products(x, &rows, k).map(|table| {
+                    (
+                        RowProducts {
+                            index,
+                            rows: rows.len(),
+                            table,
+                        },
+                        charge,
+                    )
+                });
+            } else {
+                band.lists.par_iter_mut().for_each(|l| l.assign_slots(x));
+            }
+        }
+        let products = products.as_ref().map(|(p, _)| p);
 
         lap(&mut self.phases, 1);
         // The new output window: the halo, then the band's rows.
@@ -352,52 +416,54 @@ impl<'a, 'm> Run<'a, 'm> {
         let mut table = self.pool.take((halo_rows + n_jobs) * c);
         table[..halo_rows * c].copy_from_slice(&halo.table[..halo_rows * c]);
         lap(&mut self.phases, 2);
-        // Phase B: the jobs' rows, then the tasks' pooled sums.
-        let mut slices: Vec<&mut [f32]> = Vec::with_capacity(jobs.len());
+        // Phase B: the jobs' rows, list by list.
+        let mut slices: Vec<&mut [f32]> = Vec::with_capacity(band.lists.len());
         let mut rest = &mut table[halo_rows * c..];
-        for j in &jobs {
-            let (head, tail) = rest.split_at_mut(j.len() * c);
+        for l in &band.lists {
+            let (head, tail) = rest.split_at_mut(l.len() * c);
             slices.push(head);
             rest = tail;
         }
-        let k = self.k;
-        let t_y = self.plan.stride(y_slot);
-        let pooled = self.plan.pooled[y_slot];
-        let partials: Vec<Option<TreeSum>> = jobs
+        band.lists
             .par_iter()
             .zip(slices)
-            .zip(&tasks)
-            .map(|((j, dst), rows)| {
-                op.compute(j, x, dst, k);
-                pooled.then(|| {
+            .for_each(|(l, dst)| op.compute(l, x, products, dst, k));
+        // Phase C: every task's pooled sums.
+        let t_y = self.plan.stride(y_slot);
+        if self.plan.pooled[y_slot] {
+            let rows_table = &table[halo_rows * c..];
+            let partials: Vec<TreeSum> = band
+                .point_rows
+                .par_iter()
+                .zip(&tasks)
+                .map(|(prows, rows)| {
                     let first = u64::from(out.rows[rows.start]) / t_y;
                     let mut sum = TreeSum::new(c, first);
                     let base = out.row_start[rows.start];
                     for ri in rows.clone() {
                         let acc = sum.push_leaf(u64::from(out.rows[ri]) / t_y, k);
                         let pts = out.row_range(ri);
-                        let ids = &j.point_job[pts.start - base..pts.end - base];
-                        (k.sum_rows_f64)(acc, dst, ids);
+                        (k.sum_rows_f64)(acc, rows_table, &prows[pts.start - base..pts.end - base]);
                     }
                     sum
                 })
-            })
-            .collect();
-        lap(&mut self.phases, 3);
-        if let Some(sum) = &mut self.sums[y_slot] {
-            for part in partials.iter().flatten() {
-                sum.extend(part, k);
+                .collect();
+            if let Some(sum) = &mut self.sums[y_slot] {
+                for part in &partials {
+                    sum.extend(part, k);
+                }
             }
         }
+        lap(&mut self.phases, 3);
         let mut ids = Vec::with_capacity(halo_points + out.len());
         ids.extend_from_slice(&halo.ids);
+        for p in &band.point_rows {
+            ids.extend(p.iter().map(|&r| r + halo_rows as u32));
+        }
         let mut shared = Vec::with_capacity(halo_rows + n_jobs);
         shared.extend_from_slice(&halo.shared);
-        let mut base = halo_rows as u32;
-        for j in &jobs {
-            ids.extend(j.point_job.iter().map(|&p| p + base));
-            shared.extend(j.uses.iter().map(|&u| u >= 2));
-            base += j.len() as u32;
+        for l in &band.lists {
+            shared.extend(l.uses.iter().map(|&u| u >= 2));
         }
         let mut coords = halo.coords;
         coords.append(&out);

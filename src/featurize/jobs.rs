@@ -1,15 +1,18 @@
 //! Jobs: the distinct output rows of one task of a stencil band.
 //!
 //! A stencil's output at a point is a function of its *key*: the list of its neighbours'
-//! `(κ, input row id)` pairs in ascending κ (for a constant input, the neighbour mask). Points
-//! with equal keys get one output row. Keys are hashed only when every input row in them is
-//! shared: an input row used by a single point appears with a given κ in exactly one output
-//! point's key, so a key containing it is unique and gets its own row without a lookup. This
-//! is what keeps memoization cheap when most receptive fields are unique (the graph-like
-//! matrices), and still shares the repeated ones in the same layer.
+//! `(κ, input row id)` pairs in ascending κ. Points with equal keys get one output row.
+//! Keys are looked up only when every input row in them is shared: an input row used by a
+//! single point appears with a given κ in exactly one output point's key, so a key containing
+//! it is unique and gets its own row without a lookup. This is what keeps memoization cheap
+//! when most receptive fields are unique (the graph-like matrices) while it still shares the
+//! repeated ones in the same layer. For a constant input (the pattern), keys are neighbour
+//! masks read out of bitmaps (`masks`).
 //!
-//! Jobs are numbered in order of first occurrence within the task. Results never depend on
-//! the numbering: every row is computed from its key by the same code in the same order.
+//! Phase A of a band step gives each task two job lists — its distinct *keyed* jobs (to be
+//! merged band-wide, see `band`) and its *unique* jobs — and each point's job. Results never
+//! depend on how jobs are numbered or merged: every row is computed from its key by the same
+//! code in the same order.
 
 use std::ops::Range;
 
@@ -18,25 +21,34 @@ use super::masks::{mask_kappas, mask_of_list, MaskGeometry, MaskScanner};
 use super::rulebook::{Geometry, Neighbours};
 use super::window::Window;
 
-/// The distinct output rows (jobs) of one task, and the job of each of its points.
+/// A list of jobs: their neighbour pairs, how many points use each, and for the ones whose
+/// products repeat, their product slots.
 #[derive(Debug, Default)]
 pub(crate) struct TaskJobs {
     /// `(κ, input row id)` of every job, κ ascending within a job.
     pub pairs: Vec<(u32, u32)>,
     /// Job `j` is `pairs[starts[j]..starts[j + 1]]`.
     pub starts: Vec<u32>,
-    /// Job of every output point of the task, in point order.
-    pub point_job: Vec<u32>,
     /// Number of points using each job.
     pub uses: Vec<u32>,
-    /// When the stencil wants shared products: per pair, its slot in `hot` if its input row
-    /// is shared, else `u32::MAX`. Empty otherwise.
+    /// Hash of each job's key (keyed jobs only).
+    pub hash: Vec<u64>,
+    /// After [`assign_slots`](Self::assign_slots): per pair, its slot in `hot`, or
+    /// `u32::MAX`. Empty otherwise.
     pub slots: Vec<u32>,
-    /// The distinct `(κ, input row id)` pairs with a shared input row, in slot order.
+    /// The distinct `(κ, input row id)` pairs used by two or more pairs, in slot order.
     pub hot: Vec<(u32, u32)>,
 }
 
 impl TaskJobs {
+    /// An empty list.
+    pub fn new() -> Self {
+        Self {
+            starts: vec![0],
+            ..Self::default()
+        }
+    }
+
     /// Number of jobs.
     pub fn len(&self) -> usize {
         self.uses.len()
@@ -48,6 +60,15 @@ impl TaskJobs {
         &self.pairs[self.starts[j] as usize..self.starts[j + 1] as usize]
     }
 
+    /// Appends a job with `pairs`, used by `uses` points.
+    #[inline]
+    pub fn push_job(&mut self, pairs: impl Iterator<Item = (u32, u32)>, uses: u32) -> u32 {
+        self.pairs.extend(pairs);
+        self.starts.push(self.pairs.len() as u32);
+        self.uses.push(uses);
+        (self.uses.len() - 1) as u32
+    }
+
     /// Neighbour pairs over all points (each point counts its job's pairs).
     pub fn point_pairs(&self) -> u64 {
         (0..self.len())
@@ -57,108 +78,126 @@ impl TaskJobs {
 
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        (self.pairs.capacity() + self.hot.capacity()) * 8
-            + (self.starts.capacity()
-                + self.point_job.capacity()
-                + self.uses.capacity()
-                + self.slots.capacity())
-                * 4
+        (self.pairs.capacity() + self.hot.capacity() + self.hash.capacity()) * 8
+            + (self.starts.capacity() + self.uses.capacity() + self.slots.capacity()) * 4
     }
 
-    /// Fills `slots` and `hot`: every pair whose input row is shared gets the slot of its
-    /// `(κ, row)`, numbered in order of first occurrence.
-    fn assign_slots(&mut self, input: &Window<'_>) {
+    /// Fills `slots` and `hot`: every `(κ, row)` with a shared input row that two or more
+    /// of the jobs' pairs use gets a slot (numbered in order of first occurrence), so its
+    /// product is computed once.
+    pub fn assign_slots(&mut self, input: &Window<'_>) {
         let mut map = PairMap::default();
-        self.slots = self
+        let mut seen: Vec<((u32, u32), u32)> = Vec::new(); // per map entry: pair, uses
+        let first: Vec<u32> = self
             .pairs
             .iter()
             .map(|&(kappa, id)| {
                 if !input.shared[id as usize] {
                     return u32::MAX;
                 }
-                let (slot, new) = map.insert(pack(kappa, id));
+                let (e, new) = map.insert(pack(kappa, id));
                 if new {
-                    self.hot.push((kappa, id));
+                    seen.push(((kappa, id), 0));
                 }
-                slot
+                seen[e as usize].1 += 1;
+                e
+            })
+            .collect();
+        let mut slot_of = vec![u32::MAX; seen.len()];
+        for (e, &(pair, uses)) in seen.iter().enumerate() {
+            if uses >= 2 {
+                slot_of[e] = self.hot.len() as u32;
+                self.hot.push(pair);
+            }
+        }
+        self.slots = first
+            .iter()
+            .map(|&e| {
+                if e == u32::MAX {
+                    e
+                } else {
+                    slot_of[e as usize]
+                }
             })
             .collect();
     }
+}
 
-    fn new_job(&mut self, pairs: impl Iterator<Item = (u32, u32)>) -> u32 {
-        if self.starts.is_empty() {
-            self.starts.push(0);
-        }
-        self.pairs.extend(pairs);
-        self.starts.push(self.pairs.len() as u32);
-        self.uses.push(0);
-        (self.uses.len() - 1) as u32
+/// `Phase::point_job` bit of a keyed job.
+pub(crate) const KEYED: u32 = 1 << 31;
+
+/// Phase A's result for one task.
+#[derive(Debug, Default)]
+pub(crate) struct Phase {
+    /// Distinct keyed jobs, with their hashes.
+    pub keyed: TaskJobs,
+    /// Unique jobs.
+    pub unique: TaskJobs,
+    /// Per point: its job, `KEYED | j` in `keyed` or `j` in `unique`.
+    pub point_job: Vec<u32>,
+}
+
+impl Phase {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.keyed.bytes() + self.unique.bytes() + self.point_job.capacity() * 4
     }
 
-    fn use_job(&mut self, j: u32) {
-        self.point_job.push(j);
-        self.uses[j as usize] += 1;
+    /// Neighbour pairs over all points.
+    pub fn point_pairs(&self) -> u64 {
+        self.keyed.point_pairs() + self.unique.point_pairs()
     }
 }
 
 /// Builds the jobs of the output rows `rows` of `out` (a band's output coordinates) over
-/// `input`. `masks` is the bitmap layout to use for a constant input, if any; `products`
-/// asks for the shared-product slots (`slots`, `hot`).
+/// `input`. `masks` is the bitmap layout to use for a constant input, if any; with
+/// `share = false` no key is looked up and every point gets its own job.
 pub(crate) fn task_jobs(
     input: &Window<'_>,
     out: &Coords,
     rows: Range<usize>,
     geom: &Geometry,
     masks: Option<&MaskGeometry>,
-    products: bool,
-) -> TaskJobs {
-    let mut jobs = find_jobs(input, out, rows, geom, masks);
-    if products {
-        jobs.assign_slots(input);
-    }
-    jobs
-}
-
-fn find_jobs(
-    input: &Window<'_>,
-    out: &Coords,
-    rows: Range<usize>,
-    geom: &Geometry,
-    masks: Option<&MaskGeometry>,
-) -> TaskJobs {
-    let mut jobs = TaskJobs {
-        starts: vec![0],
-        point_job: Vec::with_capacity(out.points_of(rows.clone()).len()),
-        pairs: Vec::with_capacity(2 * out.points_of(rows.clone()).len()),
-        ..TaskJobs::default()
+    share: bool,
+) -> Phase {
+    let n = out.points_of(rows.clone()).len();
+    let mut ph = Phase {
+        keyed: TaskJobs::new(),
+        unique: TaskJobs::new(),
+        point_job: Vec::with_capacity(n),
     };
-    let mut keys = KeySet::with_capacity(out.points_of(rows.clone()).len());
-    let mut key_job: Vec<u32> = Vec::new();
     let k = geom.k as u32;
     if input.is_constant() && geom.k * geom.k <= 64 {
         // The key is the neighbour mask; the job's pairs all read row 0.
-        let mut job_of = |mask: u64, jobs: &mut TaskJobs| -> u32 {
-            let (key, new) = keys.insert(&[mask]);
-            if new {
-                key_job.push(jobs.new_job(mask_kappas(mask, k).map(|kappa| (kappa, 0))));
-            }
-            key_job[key as usize]
-        };
+        let mut index = Index::with_capacity(64);
+        let (mut masks_of, mut mask_hash): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
         let mut last: Option<(u64, u32)> = None;
-        let mut once = |mask: u64, jobs: &mut TaskJobs| {
+        let mut once = |mask: u64, ph: &mut Phase| {
             let j = match last {
                 Some((m, j)) if m == mask => j,
-                _ => job_of(mask, jobs),
+                _ => {
+                    let h = mask.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (mask >> 29);
+                    let (j, new) = index.find(h, &mask_hash, |j| masks_of[j] == mask);
+                    if new {
+                        let pairs = || mask_kappas(mask, k).map(|kappa| (kappa, 0));
+                        ph.keyed.hash.push(hash_pairs(pairs()));
+                        ph.keyed.push_job(pairs(), 0);
+                        masks_of.push(mask);
+                        mask_hash.push(h);
+                    }
+                    j
+                }
             };
             last = Some((mask, j));
-            jobs.use_job(j);
+            ph.keyed.uses[j as usize] += 1;
+            ph.point_job.push(KEYED | j);
         };
         if let Some(g) = masks {
             let mut scan = MaskScanner::new(&input.coords, geom, g);
             for ri in rows {
                 scan.start_row(out.rows[ri]);
                 for p in out.row_range(ri) {
-                    once(scan.mask(out.cols[p]), &mut jobs);
+                    once(scan.mask(out.cols[p]), &mut ph);
                 }
                 scan.end_row();
             }
@@ -167,14 +206,15 @@ fn find_jobs(
             for ri in rows {
                 nb.start_row(out.rows[ri]);
                 for p in out.row_range(ri) {
-                    once(mask_of_list(nb.point_unsorted(out.cols[p]), k), &mut jobs);
+                    once(mask_of_list(nb.point_unsorted(out.cols[p]), k), &mut ph);
                 }
             }
         }
-        return jobs;
+        return ph;
     }
+    ph.unique.pairs.reserve(2 * n);
+    let mut index = Index::with_capacity(if share { n } else { 0 });
     let mut nb = Neighbours::new(&input.coords, geom);
-    let mut key: Vec<u64> = Vec::with_capacity(geom.volume());
     for ri in rows {
         nb.start_row(out.rows[ri]);
         for p in out.row_range(ri) {
@@ -182,91 +222,82 @@ fn find_jobs(
             let pairs = list
                 .iter()
                 .map(|&(kappa, q)| (kappa, input.ids[q as usize]));
-            let j = if list.iter().all(|&(_, q)| input.point_shared(q as usize)) {
-                key.clear();
-                key.extend(pairs.clone().map(|(kappa, id)| pack(kappa, id)));
-                let (kk, new) = keys.insert(&key);
+            if share && list.iter().all(|&(_, q)| input.point_shared(q as usize)) {
+                let h = hash_pairs(pairs.clone());
+                let keyed = &ph.keyed;
+                let (j, new) = index.find(h, &keyed.hash, |j| {
+                    keyed.pairs(j).iter().copied().eq(pairs.clone())
+                });
                 if new {
-                    key_job.push(jobs.new_job(pairs));
+                    ph.keyed.push_job(pairs, 0);
+                    ph.keyed.hash.push(h);
                 }
-                key_job[kk as usize]
+                ph.keyed.uses[j as usize] += 1;
+                ph.point_job.push(KEYED | j);
             } else {
-                jobs.new_job(pairs)
-            };
-            jobs.use_job(j);
+                let j = ph.unique.push_job(pairs, 1);
+                ph.point_job.push(j);
+            }
         }
     }
-    jobs
+    ph
 }
 
-/// A set of keys (`u64` sequences) numbered in insertion order: open addressing over a
-/// power-of-two slot array, keys stored back to back in one arena.
-#[derive(Default)]
-struct KeySet {
-    /// `0` = empty, else key number + 1.
+/// A `(κ, row)` pair as one `u64`.
+#[inline]
+pub(crate) fn pack(kappa: u32, id: u32) -> u64 {
+    (u64::from(kappa) << 32) | u64::from(id)
+}
+
+/// Hash of a key.
+#[inline]
+pub(crate) fn hash_pairs(pairs: impl Iterator<Item = (u32, u32)>) -> u64 {
+    let mut h = 0x243f_6a88_85a3_08d3u64;
+    for (kappa, id) in pairs {
+        h = (h.rotate_left(5) ^ pack(kappa, id)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    h ^ (h >> 29)
+}
+
+/// An open-addressing index over the jobs of a list, by key hash; the keys themselves are
+/// the jobs' pairs (or masks), compared by the caller.
+pub(crate) struct Index {
+    /// `0` = empty, else job number + 1.
     slots: Vec<u32>,
-    hashes: Vec<u64>,
-    /// Key `k` is `arena[starts[k]..starts[k + 1]]`.
-    starts: Vec<usize>,
-    arena: Vec<u64>,
+    len: usize,
 }
 
-impl KeySet {
-    /// An empty set with room for about `n` keys without growing.
-    fn with_capacity(n: usize) -> Self {
+impl Index {
+    /// An empty index with room for about `n` jobs without growing.
+    pub fn with_capacity(n: usize) -> Self {
         Self {
             slots: vec![0; (2 * n).next_power_of_two().max(64)],
-            hashes: Vec::with_capacity(n),
-            starts: Vec::with_capacity(n),
-            arena: Vec::with_capacity(n),
+            len: 0,
         }
     }
 
-    fn len(&self) -> usize {
-        self.hashes.len()
-    }
-
-    fn key(&self, k: usize) -> &[u64] {
-        let end = self.starts.get(k + 1).copied().unwrap_or(self.arena.len());
-        &self.arena[self.starts[k]..end]
-    }
-
-    fn hash(key: &[u64]) -> u64 {
-        let mut h = key.len() as u64;
-        for &v in key {
-            h = (h.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-        h ^ (h >> 29)
-    }
-
-    /// The number of `key`, inserting it if new, and whether it was new.
+    /// The job whose hash is `h` and for which `same(job)` holds, or the next job number
+    /// (`len`) registered as new. `hashes` are the hashes of the jobs indexed so far; the
+    /// caller appends the new job (and its hash) when the answer is new.
     #[inline]
-    fn insert(&mut self, key: &[u64]) -> (u32, bool) {
-        if (self.len() + 1) * 2 > self.slots.len() {
-            self.grow();
+    pub fn find(&mut self, h: u64, hashes: &[u64], same: impl Fn(usize) -> bool) -> (u32, bool) {
+        if (self.len + 1) * 2 > self.slots.len() {
+            self.grow(hashes);
         }
-        let h = Self::hash(key);
         let mask = self.slots.len() - 1;
         let mut i = (h as usize) & mask;
         loop {
             match self.slots[i] {
                 0 => {
-                    let k = self.len();
-                    self.slots[i] = k as u32 + 1;
-                    self.hashes.push(h);
-                    self.starts.push(self.arena.len());
-                    self.arena.extend_from_slice(key);
-                    return (k as u32, true);
+                    let j = self.len as u32;
+                    self.slots[i] = j + 1;
+                    self.len += 1;
+                    return (j, true);
                 }
                 s => {
-                    let k = (s - 1) as usize;
-                    // Element by element: keys are short, and a slice `==` calls `memcmp`.
-                    let old = self.key(k);
-                    if self.hashes[k] == h
-                        && old.len() == key.len()
-                        && old.iter().zip(key).all(|(a, b)| a == b)
-                    {
-                        return (k as u32, false);
+                    let j = (s - 1) as usize;
+                    if hashes[j] == h && same(j) {
+                        return (j as u32, false);
                     }
                 }
             }
@@ -274,23 +305,18 @@ impl KeySet {
         }
     }
 
-    fn grow(&mut self) {
+    fn grow(&mut self, hashes: &[u64]) {
         let size = (self.slots.len() * 2).max(64);
         self.slots = vec![0; size];
         let mask = size - 1;
-        for (k, &h) in self.hashes.iter().enumerate() {
+        for (j, &h) in hashes.iter().enumerate().take(self.len) {
             let mut i = (h as usize) & mask;
             while self.slots[i] != 0 {
                 i = (i + 1) & mask;
             }
-            self.slots[i] = k as u32 + 1;
+            self.slots[i] = j as u32 + 1;
         }
     }
-}
-
-#[inline]
-fn pack(kappa: u32, id: u32) -> u64 {
-    (u64::from(kappa) << 32) | u64::from(id)
 }
 
 /// `u64 → slot` map numbering keys in insertion order (open addressing).
@@ -342,18 +368,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn key_set_numbers_in_insertion_order() {
-        let mut s = KeySet::default();
-        let keys: Vec<Vec<u64>> = (0..1000u64).map(|i| vec![i % 7, i % 13, i]).collect();
-        for (i, k) in keys.iter().enumerate() {
-            assert_eq!(s.insert(k), (i as u32, true));
+    fn index_numbers_in_insertion_order() {
+        let keys: Vec<Vec<(u32, u32)>> = (0..1000u32)
+            .map(|i| vec![(i % 7, i % 13), (9, i)])
+            .collect();
+        let mut jobs = TaskJobs::new();
+        let mut index = Index::with_capacity(4);
+        for round in 0..2 {
+            for (i, k) in keys.iter().enumerate() {
+                let h = hash_pairs(k.iter().copied());
+                let (j, new) = index.find(h, &jobs.hash, |j| jobs.pairs(j) == k.as_slice());
+                assert_eq!((j, new), (i as u32, round == 0));
+                if new {
+                    jobs.push_job(k.iter().copied(), 1);
+                    jobs.hash.push(h);
+                }
+            }
         }
-        for (i, k) in keys.iter().enumerate() {
-            assert_eq!(s.insert(k), (i as u32, false));
-            assert_eq!(s.key(i), k.as_slice());
-        }
-        assert_eq!(s.insert(&[]), (1000, true));
-        assert_eq!(s.insert(&[]), (1000, false));
-        assert_eq!(s.len(), 1001);
+        assert_eq!(jobs.len(), 1000);
+        let mut pm = PairMap::default();
+        assert_eq!(pm.insert(7), (0, true));
+        assert_eq!(pm.insert(9), (1, true));
+        assert_eq!(pm.insert(7), (0, false));
     }
 }

@@ -49,6 +49,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod band;
 mod coords;
 mod exec;
 mod graph;

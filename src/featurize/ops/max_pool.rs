@@ -5,7 +5,9 @@
 //! with the same neighbour rows share one output row like any stencil, so a max pool over
 //! shared (memoized) rows produces shared rows without expanding them.
 
-use super::{out_stride, window_attrs, BuildCtx, Built, Op, Reach, Stencil, ValueType};
+use super::{
+    out_stride, window_attrs, BuildCtx, Built, Op, Reach, RowProducts, Stencil, ValueType,
+};
 use crate::error::Result;
 use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
@@ -82,7 +84,14 @@ impl Stencil for MaxPool {
 
     /// Every output point has a neighbour (configurations where one could lack it are
     /// rejected at build); a row without one would be 0.
-    fn compute(&self, jobs: &TaskJobs, input: &Window<'_>, out: &mut [f32], k: &Kernels) {
+    fn compute(
+        &self,
+        jobs: &TaskJobs,
+        input: &Window<'_>,
+        _products: Option<&RowProducts>,
+        out: &mut [f32],
+        k: &Kernels,
+    ) {
         let c = self.channels;
         for (j, row) in out.chunks_exact_mut(c).enumerate() {
             let Some((&(_, first), rest)) = jobs.pairs(j).split_first() else {

@@ -156,10 +156,46 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
     fn macs_per_pair(&self) -> u64 {
         0
     }
+    /// The products `input.row(r) · W[κ]` of the given input rows for every κ, as
+    /// `[K, rows.len(), cout]`, each exactly as [`compute`](Self::compute) would compute it;
+    /// `None` for stencils without products.
+    fn row_products(&self, _input: &Window<'_>, _rows: &[u32], _k: &Kernels) -> Option<Vec<f32>> {
+        None
+    }
     /// Computes output row `j` of `out` (`[jobs.len(), cout]`) from job `j`'s neighbour
-    /// pairs `(κ, input row id)` (κ ascending) over the rows of `input`'s table. Every
-    /// element of `out` is written; its prior contents are unspecified.
-    fn compute(&self, jobs: &TaskJobs, input: &Window<'_>, out: &mut [f32], k: &Kernels);
+    /// pairs `(κ, input row id)` (κ ascending) over the rows of `input`'s table, reading
+    /// precomputed products from `products` where it has them. Every element of `out` is
+    /// written; its prior contents are unspecified.
+    fn compute(
+        &self,
+        jobs: &TaskJobs,
+        input: &Window<'_>,
+        products: Option<&RowProducts>,
+        out: &mut [f32],
+        k: &Kernels,
+    );
+}
+
+/// Products of a band step's shared input rows for every κ (see [`Stencil::row_products`]).
+#[derive(Debug)]
+pub(crate) struct RowProducts {
+    /// Per input row id: its index among the rows with products, or `u32::MAX`.
+    pub index: Vec<u32>,
+    /// Number of rows with products.
+    pub rows: usize,
+    /// `[K, rows, cout]`.
+    pub table: Vec<f32>,
+}
+
+impl RowProducts {
+    /// The product of input row `id` with `W[κ]`, if computed.
+    #[inline]
+    pub fn get(&self, kappa: u32, id: u32, cout: usize) -> Option<&[f32]> {
+        match self.index[id as usize] {
+            u32::MAX => None,
+            r => Some(&self.table[(kappa as usize * self.rows + r as usize) * cout..][..cout]),
+        }
+    }
 }
 
 /// A dense → dense node, run once after all row bands.

@@ -1,7 +1,7 @@
 //! `SparseReLU`: `x = if 0 > x { 0 } else { x }` per feature (NaN and −0 kept), coordinates
 //! unchanged. Usually fused into the conv before it by the `passes` module.
 
-use super::{BuildCtx, Built, Op, Reach, Stencil, ValueType};
+use super::{BuildCtx, Built, Op, Reach, RowProducts, Stencil, ValueType};
 use crate::error::Result;
 use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
@@ -57,7 +57,14 @@ impl Stencil for Relu {
         true
     }
 
-    fn compute(&self, jobs: &TaskJobs, input: &Window<'_>, out: &mut [f32], k: &Kernels) {
+    fn compute(
+        &self,
+        jobs: &TaskJobs,
+        input: &Window<'_>,
+        _products: Option<&RowProducts>,
+        out: &mut [f32],
+        k: &Kernels,
+    ) {
         let c = self.channels;
         for (j, row) in out.chunks_exact_mut(c).enumerate() {
             match jobs.pairs(j) {

@@ -18,7 +18,11 @@
 //! the output rows. The two give the same bits for a product, so the split is only a matter
 //! of speed.
 
-use super::{out_stride, window_attrs, BuildCtx, Built, Op, Reach, Stencil, ValueType};
+use rayon::prelude::*;
+
+use super::{
+    out_stride, window_attrs, BuildCtx, Built, Op, Reach, RowProducts, Stencil, ValueType,
+};
 use crate::error::Result;
 use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
@@ -132,7 +136,53 @@ impl Stencil for SparseConv {
         true
     }
 
-    fn compute(&self, jobs: &TaskJobs, input: &Window<'_>, out: &mut [f32], k: &Kernels) {
+    fn row_products(&self, input: &Window<'_>, rows: &[u32], k: &Kernels) -> Option<Vec<f32>> {
+        let (cin, cout) = (self.cin, self.cout);
+        let volume = self.reach.geom.volume();
+        let mut table = vec![0.0f32; volume * rows.len() * cout];
+        if rows.is_empty() {
+            return Some(table);
+        }
+        const CHUNK: usize = 240;
+        table
+            .par_chunks_mut(rows.len() * cout)
+            .enumerate()
+            .for_each(|(kappa, block)| {
+                let w = &self.weights[kappa * cin * cout..][..cin * cout];
+                block
+                    .par_chunks_mut(CHUNK * cout)
+                    .zip(rows.par_chunks(CHUNK))
+                    .for_each(|(dst, ids)| {
+                        let mut xs: Vec<&[f32]> = Vec::with_capacity(k.mr);
+                        let mut offs: Vec<usize> = Vec::with_capacity(k.mr);
+                        for (g, group) in ids.chunks(k.mr).enumerate() {
+                            xs.clear();
+                            offs.clear();
+                            xs.extend(group.iter().map(|&id| input.row(id)));
+                            offs.extend((0..group.len()).map(|r| (g * k.mr + r) * cout));
+                            let fresh = (1u32 << group.len()) - 1;
+                            (k.gemm)(GemmArgs {
+                                xs: &xs,
+                                w,
+                                cout,
+                                dst,
+                                offs: &offs,
+                                fresh,
+                            });
+                        }
+                    });
+            });
+        Some(table)
+    }
+
+    fn compute(
+        &self,
+        jobs: &TaskJobs,
+        input: &Window<'_>,
+        shared: Option<&RowProducts>,
+        out: &mut [f32],
+        k: &Kernels,
+    ) {
         let cout = self.cout;
         let volume = self.reach.geom.volume();
         let products = self.shared_products(jobs, input, k);
@@ -163,8 +213,12 @@ impl Stencil for SparseConv {
                 let mut fresh = 0u32;
                 for &(o, id, slot) in bucket.iter() {
                     let dst = o as usize * cout;
-                    if slot != u32::MAX {
-                        let p = &products[slot as usize * cout..][..cout];
+                    let product = match shared {
+                        Some(sp) => sp.get(kappa as u32, id, cout),
+                        None if slot != u32::MAX => Some(&products[slot as usize * cout..][..cout]),
+                        None => None,
+                    };
+                    if let Some(p) = product {
                         if !started[o as usize] {
                             tile[dst..dst + cout].copy_from_slice(p);
                         } else {

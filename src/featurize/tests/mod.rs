@@ -11,7 +11,7 @@ mod naive;
 use std::collections::BTreeMap;
 
 use super::coords::Coords;
-use super::jobs::task_jobs;
+use super::jobs::{task_jobs, KEYED};
 use super::ops::{registry, BuildCtx, Op, Stencil, ValueType, SPARSE_DOMAIN};
 use super::rulebook::tasks;
 use super::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
@@ -335,12 +335,26 @@ pub(crate) fn apply(
     let cout = op.cout();
     let mut feats = Vec::new();
     for rows in tasks(&out) {
-        let jobs = task_jobs(&x, &out, rows, &reach.geom, None, op.wants_products());
-        let mut rows_out = vec![f32::NAN; jobs.len() * cout];
-        op.compute(&jobs, &x, &mut rows_out, k);
-        for &j in &jobs.point_job {
-            feats.extend_from_slice(&rows_out[j as usize * cout..][..cout]);
+        let mut ph = task_jobs(&x, &out, rows, &reach.geom, None, true);
+        let mut lists = [ph.keyed, ph.unique];
+        let mut rows_out = Vec::new();
+        for l in &mut lists {
+            if op.wants_products() {
+                l.assign_slots(&x);
+            }
+            let mut r = vec![f32::NAN; l.len() * cout];
+            op.compute(l, &x, None, &mut r, k);
+            rows_out.push(r);
         }
+        for &j in &ph.point_job {
+            let (list, j) = if j & KEYED != 0 {
+                (0, j & !KEYED)
+            } else {
+                (1, j)
+            };
+            feats.extend_from_slice(&rows_out[list][j as usize * cout..][..cout]);
+        }
+        ph.point_job.clear();
     }
     let mut points = Vec::new();
     for i in 0..out.rows.len() {
