@@ -3,10 +3,11 @@
 //!
 //! Phase A deduplicates keys within each task. Here the tasks' *keyed* jobs (keys made of
 //! shared input rows, see `jobs`) are spread over [`SHARDS`] shards by key hash; each shard
-//! deduplicates its keys in parallel, visiting the tasks in order. The band's output rows
-//! are then laid out as the shards' distinct keys (shard by shard) followed by every task's
-//! unkeyed (unique) jobs, and each point gets the band row of its job. Which row numbers
-//! the points get never changes a value, only how often it is computed.
+//! deduplicates its keys in parallel, visiting the tasks in order, so every distinct key has
+//! an *owner*: the task and job where it first occurs. The band's rows are, task by task,
+//! the keys the task owns and then its unique jobs (both in order of first use), so rows
+//! follow the coordinates, which keeps the next layer's reads of them local. Which row numbers the points get never
+//! changes a value, only how often it is computed.
 
 use rayon::prelude::*;
 
@@ -18,8 +19,7 @@ const SHARDS: usize = 64;
 /// The jobs of a band step, in band-row order, and the band row of every point.
 #[derive(Debug, Default)]
 pub(crate) struct BandJobs {
-    /// Lists of jobs computed one after the other into consecutive band rows: the shards'
-    /// distinct keys, then each task's unique jobs.
+    /// The job lists in band-row order: per task, the keys it owns, then its unique jobs.
     pub lists: Vec<TaskJobs>,
     /// Per task: the band row of each of its points, in point order.
     pub point_rows: Vec<Vec<u32>>,
@@ -31,11 +31,7 @@ impl BandJobs {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.lists.iter().map(TaskJobs::bytes).sum::<usize>()
-            + self
-                .point_rows
-                .iter()
-                .map(|p| p.capacity() * 4)
-                .sum::<usize>()
+            + self.point_rows.iter().map(|p| p.capacity() * 4).sum::<usize>()
     }
 }
 
@@ -45,8 +41,12 @@ fn shard(h: u64) -> usize {
     (h >> 58) as usize % SHARDS
 }
 
+/// Not numbered yet.
+const NONE: u32 = u32::MAX;
+
 /// Merges the tasks' jobs band-wide (see the module docs).
 pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
+    let n_tasks = tasks.len();
     // Per task: its keyed jobs grouped by shard, and the group starts.
     let grouped: Vec<(Vec<u32>, Vec<u32>)> = tasks
         .par_iter()
@@ -68,9 +68,9 @@ pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
             (order, counts)
         })
         .collect();
-    // Per shard: its distinct keys (as a job list) and, in visiting order (tasks in order,
-    // each task's jobs of the shard in order), the index of each visited job's key.
-    let shards: Vec<(TaskJobs, Vec<u32>)> = (0..SHARDS)
+    // Per shard: each distinct key's owner `(task, job)` and number of points, and per visit
+    // (tasks in order, each task's jobs of the shard in order) the visited job's key.
+    let shards: Vec<(Vec<(u32, u32, u32)>, Vec<u32>)> = (0..SHARDS)
         .into_par_iter()
         .map(|s| {
             let visits: usize = grouped
@@ -78,37 +78,29 @@ pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
                 .map(|(_, c)| (c[s + 1] - c[s]) as usize)
                 .sum();
             let mut index = Index::with_capacity(visits);
-            let mut list = TaskJobs::new();
+            let (mut keys, mut hashes): (Vec<(u32, u32, u32)>, Vec<u64>) = (Vec::new(), Vec::new());
             let mut seen = Vec::with_capacity(visits);
-            for (t, (order, counts)) in tasks.iter().zip(&grouped) {
+            for (t, (task, (order, counts))) in tasks.iter().zip(&grouped).enumerate() {
                 for &j in &order[counts[s] as usize..counts[s + 1] as usize] {
-                    let (pairs, h) = (t.keyed.pairs(j as usize), t.keyed.hash[j as usize]);
-                    let (k, new) = index.find(h, &list.hash, |k| list.pairs(k) == pairs);
+                    let (pairs, h) = (task.keyed.pairs(j as usize), task.keyed.hash[j as usize]);
+                    let same = |k: usize| {
+                        let (ot, oj, _) = keys[k];
+                        tasks[ot as usize].keyed.pairs(oj as usize) == pairs
+                    };
+                    let (k, new) = index.find(h, &hashes, same);
                     if new {
-                        list.push_job(pairs.iter().copied(), 0);
-                        list.hash.push(h);
+                        keys.push((t as u32, j, 0));
+                        hashes.push(h);
                     }
-                    list.uses[k as usize] += t.keyed.uses[j as usize];
+                    keys[k as usize].2 += task.keyed.uses[j as usize];
                     seen.push(k);
                 }
             }
-            (list, seen)
+            (keys, seen)
         })
         .collect();
-    // Layout: shard rows, then each task's unique rows.
-    let mut bases = Vec::with_capacity(SHARDS);
-    let mut rows = 0;
-    for (list, _) in &shards {
-        bases.push(rows);
-        rows += list.len();
-    }
-    let mut unique_base = Vec::with_capacity(tasks.len());
-    for t in &tasks {
-        unique_base.push(rows);
-        rows += t.unique.len();
-    }
     // Where each task's visits start in each shard's list.
-    let mut visit_start = vec![vec![0usize; SHARDS]; tasks.len()];
+    let mut visit_start = vec![vec![0usize; SHARDS]; n_tasks];
     for s in 0..SHARDS {
         let mut at = 0;
         for (t, (_, counts)) in grouped.iter().enumerate() {
@@ -116,35 +108,63 @@ pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
             at += (counts[s + 1] - counts[s]) as usize;
         }
     }
-    // Per task: the band row of each keyed job, then of each point.
-    let point_rows: Vec<Vec<u32>> = tasks
+    // Per task: the owner of each keyed job, and the list of the keys it owns (in job
+    // order) with their row within that list.
+    let owned: Vec<(Vec<(u32, u32)>, Vec<u32>, TaskJobs)> = tasks
         .par_iter()
-        .zip(&grouped)
-        .zip(&visit_start)
-        .zip(&unique_base)
-        .map(|(((t, (order, counts)), starts), &ubase)| {
-            let mut keyed_row = vec![0u32; t.keyed.len()];
+        .enumerate()
+        .map(|(t, task)| {
+            let (order, counts) = &grouped[t];
+            let mut owner = vec![(0u32, 0u32); task.keyed.len()];
+            let mut row = vec![NONE; task.keyed.len()];
+            let mut list = TaskJobs::new();
             for s in 0..SHARDS {
-                let seen = &shards[s].1[starts[s]..];
+                let (keys, seen) = &shards[s];
                 let group = &order[counts[s] as usize..counts[s + 1] as usize];
-                for (n, &j) in group.iter().enumerate() {
-                    keyed_row[j as usize] = (bases[s] + seen[n] as usize) as u32;
+                for (&j, &k) in group.iter().zip(&seen[visit_start[t][s]..]) {
+                    let (ot, oj, uses) = keys[k as usize];
+                    owner[j as usize] = (ot, oj);
+                    if (ot as usize, oj) == (t, j) {
+                        row[j as usize] = list.len() as u32;
+                        list.push_job(task.keyed.pairs(j as usize).iter().copied(), uses);
+                    }
                 }
             }
-            t.point_job
+            (owner, row, list)
+        })
+        .collect();
+    drop(shards);
+    // Band rows: per task, the keys it owns, then its unique jobs.
+    let mut bases = Vec::with_capacity(n_tasks);
+    let mut rows = 0;
+    for (o, t) in owned.iter().zip(&tasks) {
+        bases.push(rows);
+        rows += o.2.len() + t.unique.len();
+    }
+    let point_rows: Vec<Vec<u32>> = tasks
+        .par_iter()
+        .zip(&owned)
+        .zip(&bases)
+        .map(|((task, (owner, _, list)), &base)| {
+            let unique_base = base + list.len();
+            task.point_job
                 .iter()
-                .map(|&j| {
-                    if j & KEYED != 0 {
-                        keyed_row[(j & !KEYED) as usize]
+                .map(|&pj| {
+                    if pj & KEYED != 0 {
+                        let (ot, oj) = owner[(pj & !KEYED) as usize];
+                        (bases[ot as usize] + owned[ot as usize].1[oj as usize] as usize) as u32
                     } else {
-                        (ubase + j as usize) as u32
+                        (unique_base + pj as usize) as u32
                     }
                 })
                 .collect()
         })
         .collect();
-    let mut lists: Vec<TaskJobs> = shards.into_iter().map(|(l, _)| l).collect();
-    lists.extend(tasks.into_iter().map(|t| t.unique));
+    let mut lists = Vec::with_capacity(2 * n_tasks);
+    for ((_, _, list), task) in owned.into_iter().zip(tasks) {
+        lists.push(list);
+        lists.push(task.unique);
+    }
     BandJobs {
         lists,
         point_rows,

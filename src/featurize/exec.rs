@@ -77,9 +77,9 @@ pub(crate) struct Run<'a, 'm> {
     share: Vec<i32>,
     /// Per stencil step: seconds spent, rows computed, neighbour pairs.
     times: Vec<(f64, u64, u64)>,
-    /// Seconds per phase over all steps: coordinates, jobs, output table, rows and sums,
+    /// Per stencil step, seconds per phase: coordinates, jobs, output table, rows and sums,
     /// window assembly, halo cuts.
-    phases: [f64; 6],
+    phases: Vec<[f64; 6]>,
     stats: FeaturizeStats,
 }
 
@@ -121,7 +121,7 @@ impl<'a, 'm> Run<'a, 'm> {
                 .collect(),
             points: vec![0; n],
             times: vec![(0.0, 0, 0); plan.stencils.len()],
-            phases: [0.0; 6],
+            phases: vec![[0.0; 6]; plan.stencils.len()],
             stats: FeaturizeStats::default(),
         }
     }
@@ -146,7 +146,7 @@ impl<'a, 'm> Run<'a, 'm> {
                 for &slot in &self.plan.trim_after[si] {
                     self.trim(slot)?;
                 }
-                self.phases[5] += cut.elapsed().as_secs_f64();
+                self.phases[si][5] += cut.elapsed().as_secs_f64();
                 self.times[si].0 += started.elapsed().as_secs_f64();
             }
             self.stats.bands += 1;
@@ -156,26 +156,32 @@ impl<'a, 'm> Run<'a, 'm> {
             r0 = r1;
         }
         if log::log_enabled!(log::Level::Trace) {
-            let p = self.phases.map(|t| t * 1e3);
             log::trace!(
                 "featurizer run: {} bands of {} entries, SIMD level {}",
                 self.stats.bands,
                 self.stats.band_entries,
                 self.k.level
             );
-            log::trace!(
-                "featurizer phases (ms): coordinates {:.1}, jobs {:.1}, tables {:.1}, rows and sums {:.1}, windows {:.1}, halos {:.1}",
-                p[0], p[1], p[2], p[3], p[4], p[5]
-            );
-            for (st, &(t, rows, pairs)) in self.plan.stencils.iter().zip(&self.times) {
+            for ((st, &(t, rows, pairs)), ph) in
+                self.plan.stencils.iter().zip(&self.times).zip(&self.phases)
+            {
+                let p = ph.map(|t| t * 1e3);
                 log::trace!(
-                    "featurizer step '{}' ({}): {:.3} ms, {} points, {} rows computed, {} pairs",
+                    "featurizer step '{}' ({}): {:.3} ms, {} points, {} rows computed, {} pairs; \
+                     ms in coordinates {:.1}, jobs {:.1}, tables {:.1}, rows and sums {:.1}, \
+                     windows {:.1}, halos {:.1}",
                     st.name,
                     st.op.op_type(),
                     t * 1e3,
                     self.points[st.output],
                     rows,
-                    pairs
+                    pairs,
+                    p[0],
+                    p[1],
+                    p[2],
+                    p[3],
+                    p[4],
+                    p[5]
                 );
             }
         }
@@ -286,9 +292,9 @@ impl<'a, 'm> Run<'a, 'm> {
         let y_slot = step.output;
         let t_out = reach.t_out as i64;
         let mut clock = Instant::now();
-        let mut lap = |phases: &mut [f64; 6], i: usize| {
+        let mut lap = |phases: &mut Vec<[f64; 6]>, i: usize| {
             let now = Instant::now();
-            phases[i] += (now - clock).as_secs_f64();
+            phases[si][i] += (now - clock).as_secs_f64();
             clock = now;
         };
         let out = if reach.stride == 1 {
@@ -366,7 +372,7 @@ impl<'a, 'm> Run<'a, 'm> {
         // at most half the products the jobs need, else per list for the repeated ones.
         let k = self.k;
         let mut products = None;
-        if op.wants_products() {
+        if op.wants_products() && std::env::var_os("NOPROD").is_none() {
             let refs: u64 = band
                 .lists
                 .par_iter()
@@ -428,6 +434,7 @@ impl<'a, 'm> Run<'a, 'm> {
             .par_iter()
             .zip(slices)
             .for_each(|(l, dst)| op.compute(l, x, products, dst, k));
+        lap(&mut self.phases, 5);
         // Phase C: every task's pooled sums.
         let t_y = self.plan.stride(y_slot);
         if self.plan.pooled[y_slot] {

@@ -104,7 +104,7 @@ pub(crate) struct BufferPool {
 
 impl BufferPool {
     /// Most buffers kept.
-    pub const MAX_BUFFERS: usize = 8;
+    pub const MAX_BUFFERS: usize = 32;
     /// Most bytes kept while a run is going.
     pub const MAX_BYTES: usize = 256 << 20;
     /// Most bytes kept between runs.

@@ -1,27 +1,30 @@
 //! Micro-kernel of the featurizer's sparse convolutions: a few gathered input rows times one
 //! weight slice, added into (or stored as) output rows.
 //!
-//! [`gemm_rows`] (one version per [`SimdLevel`](super::SimdLevel)) computes, for each of the
-//! `m ≤ MR` input rows `x_r` (`cin` values each, anywhere in memory) and the weight slice `w`
-//! (`[cin, cout]`, row-major), the product row `p_r[j] = Σ_ci x_r[ci]·w[ci][j]` as **one fused
-//! multiply-add chain over `ci` ascending, starting from +0.0** — the same operations on every
-//! level, since each output channel `j` is its own lane — and then writes
-//! `dst_r = p_r` (bit `r` of `fresh` set) or `dst_r = dst_r + p_r` (one rounding). Output rows
-//! are processed in order `r = 0, 1, …`, each read right before it is written, so two
-//! calls' contributions to one row are added in call order.
+//! The kernel (one version per [`SimdLevel`](super::SimdLevel)) computes, for each input row
+//! `x_r` (`cin` values each, anywhere in memory) and the weight slice `w` (`[cin, cout]`,
+//! row-major), the product row `p_r[j] = Σ_ci x_r[ci]·w[ci][j]` as **one fused multiply-add
+//! chain over `ci` ascending, starting from +0.0** — the same operations on every level, since
+//! each output channel `j` is its own lane — and then writes `dst_r = p_r` (its offset has
+//! the [`FRESH`] bit) or `dst_r = dst_r + p_r` (one rounding). The rows are taken `MR` at a
+//! time and written in order, each output row read right before it is written, so
+//! contributions of several rows (or calls) to one output row are added in order.
 //!
 //! Register blocking differs per level and never changes the arithmetic of a lane:
 //!
-//! | level | rows per call (`MR`) | column blocks |
+//! | level | rows per group (`MR`) | column blocks |
 //! |---|---:|---|
-//! | scalar | 4 | one channel at a time, [`f32::mul_add`] |
+//! | scalar | 1 | 64 channels at a time, [`f32::mul_add`] |
 //! | AVX2+FMA | 6 | 16 (two `ymm`), 8, then single lanes with scalar FMA |
 //! | AVX-512 | 12 | 32 (two `zmm`), 16, then a masked block |
 
-/// Arguments of one micro-kernel call (see the module docs). Checked once per call by
+/// Offset flag: store the product instead of adding it.
+pub(crate) const FRESH: usize = 1 << (usize::BITS - 1);
+
+/// Arguments of one kernel call (see the module docs). Checked once per call by
 /// [`GemmArgs::check`]; the kernels index within these bounds.
 pub(crate) struct GemmArgs<'a> {
-    /// `m` input rows of `cin` values (`1 ≤ m ≤ MR` of the level).
+    /// Input rows of `cin` values each.
     pub xs: &'a [&'a [f32]],
     /// `[cin, cout]` row-major.
     pub w: &'a [f32],
@@ -29,20 +32,14 @@ pub(crate) struct GemmArgs<'a> {
     pub cout: usize,
     /// Output buffer.
     pub dst: &'a mut [f32],
-    /// Start of output row `r` in `dst`.
+    /// Start of the output row of each input row in `dst`, plus [`FRESH`] to store it.
     pub offs: &'a [usize],
-    /// Bit `r`: store the product instead of adding it.
-    pub fresh: u32,
 }
 
 impl GemmArgs<'_> {
     /// `cin`, after checking every bound the kernels rely on (panics on a caller bug).
-    fn check(&self, mr: usize) -> usize {
-        let m = self.xs.len();
-        assert!(
-            (1..=mr).contains(&m) && self.offs.len() == m,
-            "1 <= m <= MR rows"
-        );
+    fn check(&self) -> usize {
+        assert_eq!(self.offs.len(), self.xs.len(), "one output row per input row");
         assert!(self.cout > 0 && self.w.len().is_multiple_of(self.cout));
         let cin = self.w.len() / self.cout;
         assert!(
@@ -50,15 +47,15 @@ impl GemmArgs<'_> {
             "input rows of cin values"
         );
         assert!(
-            self.offs.iter().all(|&o| o + self.cout <= self.dst.len()),
+            self.offs
+                .iter()
+                .all(|&o| (o & !FRESH) + self.cout <= self.dst.len()),
             "output rows in bounds"
         );
         cin
     }
 }
 
-/// Rows per call of the scalar kernel.
-pub(crate) const MR_SCALAR: usize = 4;
 /// Rows per call of the AVX2 kernel.
 pub(crate) const MR_AVX2: usize = 6;
 /// Rows per call of the AVX-512 kernel.
@@ -66,7 +63,7 @@ pub(crate) const MR_AVX512: usize = 12;
 
 /// Portable kernel: one output channel at a time, [`f32::mul_add`] over `ci` ascending.
 pub(crate) fn gemm_scalar(a: GemmArgs<'_>) {
-    a.check(MR_SCALAR);
+    a.check();
     let cout = a.cout;
     let mut p = [0.0f32; 64];
     for (r, x) in a.xs.iter().enumerate() {
@@ -80,8 +77,8 @@ pub(crate) fn gemm_scalar(a: GemmArgs<'_>) {
                     *acc = xv.mul_add(wv, *acc);
                 }
             }
-            let o = &mut a.dst[a.offs[r] + j0..][..nb];
-            if a.fresh & (1 << r) != 0 {
+            let o = &mut a.dst[(a.offs[r] & !FRESH) + j0..][..nb];
+            if a.offs[r] & FRESH != 0 {
                 o.copy_from_slice(p);
             } else {
                 for (d, &v) in o.iter_mut().zip(p.iter()) {
@@ -98,7 +95,7 @@ pub(crate) fn gemm_scalar(a: GemmArgs<'_>) {
 /// the CPU supports AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn gemm_avx2(mut a: GemmArgs<'_>) {
-    let cin = a.check(MR_AVX2);
+    let cin = a.check();
     // SAFETY: this kernel is only handed out for CPUs with AVX2 and FMA
     // (`Kernels::for_level` checks `SimdLevel::is_supported`); bounds were checked above.
     unsafe { x86::gemm_avx2(&mut a, cin) }
@@ -110,7 +107,7 @@ pub(crate) fn gemm_avx2(mut a: GemmArgs<'_>) {
 /// the CPU supports AVX-512 F/BW/DQ/VL and FMA.
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn gemm_avx512(mut a: GemmArgs<'_>) {
-    let cin = a.check(MR_AVX512);
+    let cin = a.check();
     // SAFETY: this kernel is only handed out for CPUs with AVX-512 and FMA
     // (`Kernels::for_level` checks `SimdLevel::is_supported`); bounds were checked above.
     unsafe { x86::gemm_avx512(&mut a, cin) }
@@ -120,23 +117,28 @@ pub(crate) fn gemm_avx512(mut a: GemmArgs<'_>) {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::GemmArgs;
+    use super::{GemmArgs, FRESH, MR_AVX2, MR_AVX512};
 
-    /// Raw pointers of one call: `M` input rows, weights, output rows.
+    /// Raw pointers of one group of `M` rows: input rows, weights, output rows, and which
+    /// rows are stored rather than added.
     struct Ptrs<const M: usize> {
         xs: [*const f32; M],
         w: *const f32,
         outs: [*mut f32; M],
+        fresh: u32,
     }
 
     impl<const M: usize> Ptrs<M> {
-        fn new(a: &mut GemmArgs<'_>) -> Self {
+        /// The group of rows `first..first + M`.
+        fn new(a: &mut GemmArgs<'_>, first: usize) -> Self {
             let dst = a.dst.as_mut_ptr();
+            let offs = &a.offs[first..first + M];
             Self {
-                xs: std::array::from_fn(|r| a.xs[r].as_ptr()),
+                xs: std::array::from_fn(|r| a.xs[first + r].as_ptr()),
                 w: a.w.as_ptr(),
-                // `offs[r] + cout <= dst.len()` (checked by the caller).
-                outs: std::array::from_fn(|r| dst.wrapping_add(a.offs[r])),
+                // `(offs[r] & !FRESH) + cout <= dst.len()` (checked by the caller).
+                outs: std::array::from_fn(|r| dst.wrapping_add(offs[r] & !FRESH)),
+                fresh: (0..M).fold(0, |f, r| f | (u32::from(offs[r] & FRESH != 0) << r)),
             }
         }
     }
@@ -145,48 +147,53 @@ mod x86 {
 
     /// # Safety
     ///
-    /// AVX-512 F and FMA available; `a` passed [`GemmArgs::check`] with `MR_AVX512`.
+    /// AVX-512 F and FMA available; `a` passed [`GemmArgs::check`].
     #[target_feature(enable = "avx512f,fma")]
     pub(super) unsafe fn gemm_avx512(a: &mut GemmArgs<'_>, cin: usize) {
-        // SAFETY (all arms): forwarded caller contract; `m = xs.len()` selects `M`.
-        unsafe {
-            match a.xs.len() {
-                1 => rows512::<1>(a, cin),
-                2 => rows512::<2>(a, cin),
-                3 => rows512::<3>(a, cin),
-                4 => rows512::<4>(a, cin),
-                5 => rows512::<5>(a, cin),
-                6 => rows512::<6>(a, cin),
-                7 => rows512::<7>(a, cin),
-                8 => rows512::<8>(a, cin),
-                9 => rows512::<9>(a, cin),
-                10 => rows512::<10>(a, cin),
-                11 => rows512::<11>(a, cin),
-                _ => rows512::<12>(a, cin),
+        let mut first = 0;
+        while first < a.xs.len() {
+            let m = (a.xs.len() - first).min(MR_AVX512);
+            // SAFETY (all arms): forwarded caller contract; rows `first..first + m` exist.
+            unsafe {
+                match m {
+                    1 => rows512::<1>(a, first, cin),
+                    2 => rows512::<2>(a, first, cin),
+                    3 => rows512::<3>(a, first, cin),
+                    4 => rows512::<4>(a, first, cin),
+                    5 => rows512::<5>(a, first, cin),
+                    6 => rows512::<6>(a, first, cin),
+                    7 => rows512::<7>(a, first, cin),
+                    8 => rows512::<8>(a, first, cin),
+                    9 => rows512::<9>(a, first, cin),
+                    10 => rows512::<10>(a, first, cin),
+                    11 => rows512::<11>(a, first, cin),
+                    _ => rows512::<12>(a, first, cin),
+                }
             }
+            first += m;
         }
     }
 
     #[target_feature(enable = "avx512f,fma")]
     #[inline]
-    unsafe fn rows512<const M: usize>(a: &mut GemmArgs<'_>, cin: usize) {
-        let p = Ptrs::<M>::new(a);
+    unsafe fn rows512<const M: usize>(a: &mut GemmArgs<'_>, first: usize, cin: usize) {
+        let p = Ptrs::<M>::new(a, first);
         let cout = a.cout;
         let mut j0 = 0;
         // SAFETY: every block reads weight columns and writes output columns `j0..j0 + 16·V`
         // (or the masked tail) below `cout`; rows are in bounds (caller contract).
         unsafe {
             while j0 + 32 <= cout {
-                cols512::<M, 2>(&p, cin, cout, j0, 0xFFFF, a.fresh);
+                cols512::<M, 2>(&p, cin, cout, j0, 0xFFFF);
                 j0 += 32;
             }
             if j0 + 16 <= cout {
-                cols512::<M, 1>(&p, cin, cout, j0, 0xFFFF, a.fresh);
+                cols512::<M, 1>(&p, cin, cout, j0, 0xFFFF);
                 j0 += 16;
             }
             if j0 < cout {
                 let mask = ((1u32 << (cout - j0)) - 1) as __mmask16;
-                cols512::<M, 1>(&p, cin, cout, j0, mask, a.fresh);
+                cols512::<M, 1>(&p, cin, cout, j0, mask);
             }
         }
     }
@@ -200,8 +207,8 @@ mod x86 {
         cout: usize,
         j0: usize,
         mask: __mmask16,
-        fresh: u32,
     ) {
+        let fresh = p.fresh;
         let mut acc = [[_mm512_setzero_ps(); V]; M];
         let mut wp = p.w.wrapping_add(j0);
         for ci in 0..cin {
@@ -239,36 +246,41 @@ mod x86 {
 
     /// # Safety
     ///
-    /// AVX2 and FMA available; `a` passed [`GemmArgs::check`] with `MR_AVX2`.
+    /// AVX2 and FMA available; `a` passed [`GemmArgs::check`].
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn gemm_avx2(a: &mut GemmArgs<'_>, cin: usize) {
-        // SAFETY (all arms): forwarded caller contract.
-        unsafe {
-            match a.xs.len() {
-                1 => rows256::<1>(a, cin),
-                2 => rows256::<2>(a, cin),
-                3 => rows256::<3>(a, cin),
-                4 => rows256::<4>(a, cin),
-                5 => rows256::<5>(a, cin),
-                _ => rows256::<6>(a, cin),
+        let mut first = 0;
+        while first < a.xs.len() {
+            let m = (a.xs.len() - first).min(MR_AVX2);
+            // SAFETY (all arms): forwarded caller contract; rows `first..first + m` exist.
+            unsafe {
+                match m {
+                    1 => rows256::<1>(a, first, cin),
+                    2 => rows256::<2>(a, first, cin),
+                    3 => rows256::<3>(a, first, cin),
+                    4 => rows256::<4>(a, first, cin),
+                    5 => rows256::<5>(a, first, cin),
+                    _ => rows256::<6>(a, first, cin),
+                }
             }
+            first += m;
         }
     }
 
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn rows256<const M: usize>(a: &mut GemmArgs<'_>, cin: usize) {
-        let p = Ptrs::<M>::new(a);
+    unsafe fn rows256<const M: usize>(a: &mut GemmArgs<'_>, first: usize, cin: usize) {
+        let p = Ptrs::<M>::new(a, first);
         let cout = a.cout;
         let mut j0 = 0;
         // SAFETY: as in `rows512`.
         unsafe {
             while j0 + 16 <= cout {
-                cols256::<M, 2>(&p, cin, cout, j0, a.fresh);
+                cols256::<M, 2>(&p, cin, cout, j0);
                 j0 += 16;
             }
             if j0 + 8 <= cout {
-                cols256::<M, 1>(&p, cin, cout, j0, a.fresh);
+                cols256::<M, 1>(&p, cin, cout, j0);
                 j0 += 8;
             }
         }
@@ -282,7 +294,7 @@ mod x86 {
                 // SAFETY: `j < cout`.
                 unsafe {
                     let o = p.outs[r].add(j);
-                    *o = if a.fresh & (1 << r) != 0 {
+                    *o = if p.fresh & (1 << r) != 0 {
                         acc
                     } else {
                         *o + acc
@@ -299,8 +311,8 @@ mod x86 {
         cin: usize,
         cout: usize,
         j0: usize,
-        fresh: u32,
     ) {
+        let fresh = p.fresh;
         let mut acc = [[_mm256_setzero_ps(); V]; M];
         let mut wp = p.w.wrapping_add(j0);
         for ci in 0..cin {

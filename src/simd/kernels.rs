@@ -7,6 +7,8 @@
 //! the indirect call costs nothing measurable.
 
 use super::conv::{self, GemmArgs};
+#[cfg(test)]
+use super::conv::FRESH;
 use super::pool;
 use super::SimdLevel;
 
@@ -15,8 +17,6 @@ use super::SimdLevel;
 pub(crate) struct Kernels {
     /// The level these kernels belong to.
     pub level: SimdLevel,
-    /// Rows per [`gemm`](Self::gemm) call.
-    pub mr: usize,
     /// Gathered rows × weight slice, stored or added into output rows.
     pub gemm: fn(GemmArgs<'_>),
     /// `x = if 0 > x { 0 } else { x }`.
@@ -37,7 +37,6 @@ pub(crate) struct Kernels {
 
 static SCALAR: Kernels = Kernels {
     level: SimdLevel::Scalar,
-    mr: conv::MR_SCALAR,
     gemm: conv::gemm_scalar,
     relu: pool::relu::scalar,
     add: pool::add::scalar,
@@ -51,7 +50,6 @@ static SCALAR: Kernels = Kernels {
 #[cfg(target_arch = "x86_64")]
 static AVX2: Kernels = Kernels {
     level: SimdLevel::Avx2,
-    mr: conv::MR_AVX2,
     gemm: conv::gemm_avx2,
     relu: pool::relu::avx2,
     add: pool::add::avx2,
@@ -65,7 +63,6 @@ static AVX2: Kernels = Kernels {
 #[cfg(target_arch = "x86_64")]
 static AVX512: Kernels = Kernels {
     level: SimdLevel::Avx512,
-    mr: conv::MR_AVX512,
     gemm: conv::gemm_avx512,
     relu: pool::relu::avx512,
     add: pool::add::avx512,
@@ -117,23 +114,12 @@ mod tests {
                 for level in SimdLevel::supported() {
                     let k = Kernels::for_level(level);
                     let mut dst = init.clone();
-                    for start in (0..m).step_by(k.mr) {
-                        let end = (start + k.mr).min(m);
-                        let xs: Vec<&[f32]> =
-                            rows[start..end].iter().map(|r| r.as_slice()).collect();
-                        // Rows in reverse order with a gap, every other one fresh.
-                        let offs: Vec<usize> = (start..end).map(|r| (12 - r) * cout).collect();
-                        let fresh = (0..end - start)
-                            .fold(0u32, |f, i| f | ((((start + i) % 2) as u32) << i));
-                        (k.gemm)(GemmArgs {
-                            xs: &xs,
-                            w: &w,
-                            cout,
-                            dst: &mut dst,
-                            offs: &offs,
-                            fresh,
-                        });
-                    }
+                    let xs: Vec<&[f32]> = rows[..m].iter().map(|r| r.as_slice()).collect();
+                    // Rows in reverse order with a gap, every other one fresh.
+                    let offs: Vec<usize> = (0..m)
+                        .map(|r| (12 - r) * cout | if r % 2 == 1 { FRESH } else { 0 })
+                        .collect();
+                    (k.gemm)(GemmArgs { xs: &xs, w: &w, cout, dst: &mut dst, offs: &offs });
                     let bits: Vec<u32> = dst.iter().map(|x| x.to_bits()).collect();
                     match &want {
                         None => want = Some(bits),

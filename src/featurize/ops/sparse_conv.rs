@@ -27,7 +27,7 @@ use crate::error::Result;
 use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
 use crate::featurize::window::Window;
-use crate::simd::conv::GemmArgs;
+use crate::simd::conv::{GemmArgs, FRESH};
 use crate::simd::kernels::Kernels;
 
 /// A validated sparse convolution layer.
@@ -153,23 +153,9 @@ impl Stencil for SparseConv {
                     .par_chunks_mut(CHUNK * cout)
                     .zip(rows.par_chunks(CHUNK))
                     .for_each(|(dst, ids)| {
-                        let mut xs: Vec<&[f32]> = Vec::with_capacity(k.mr);
-                        let mut offs: Vec<usize> = Vec::with_capacity(k.mr);
-                        for (g, group) in ids.chunks(k.mr).enumerate() {
-                            xs.clear();
-                            offs.clear();
-                            xs.extend(group.iter().map(|&id| input.row(id)));
-                            offs.extend((0..group.len()).map(|r| (g * k.mr + r) * cout));
-                            let fresh = (1u32 << group.len()) - 1;
-                            (k.gemm)(GemmArgs {
-                                xs: &xs,
-                                w,
-                                cout,
-                                dst,
-                                offs: &offs,
-                                fresh,
-                            });
-                        }
+                        let xs: Vec<&[f32]> = ids.iter().map(|&id| input.row(id)).collect();
+                        let offs: Vec<usize> = (0..ids.len()).map(|r| r * cout | FRESH).collect();
+                        (k.gemm)(GemmArgs { xs: &xs, w, cout, dst, offs: &offs });
                     });
             });
         Some(table)
@@ -187,8 +173,8 @@ impl Stencil for SparseConv {
         let volume = self.reach.geom.volume();
         let products = self.shared_products(jobs, input, k);
         let mut buckets: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); volume];
-        let mut xs: Vec<&[f32]> = Vec::with_capacity(k.mr);
-        let mut offs: Vec<usize> = Vec::with_capacity(k.mr);
+        let mut xs: Vec<&[f32]> = Vec::new();
+        let mut offs: Vec<usize> = Vec::new();
         let tile_n = tile_rows(cout);
         let mut started = vec![false; tile_n];
         for (t, tile) in out.chunks_mut(tile_n * cout).enumerate() {
@@ -210,7 +196,8 @@ impl Stencil for SparseConv {
                     continue;
                 }
                 let w = &self.weights[kappa * self.cin * cout..][..self.cin * cout];
-                let mut fresh = 0u32;
+                xs.clear();
+                offs.clear();
                 for &(o, id, slot) in bucket.iter() {
                     let dst = o as usize * cout;
                     let product = match shared {
@@ -218,45 +205,17 @@ impl Stencil for SparseConv {
                         None if slot != u32::MAX => Some(&products[slot as usize * cout..][..cout]),
                         None => None,
                     };
-                    if let Some(p) = product {
-                        if !started[o as usize] {
-                            tile[dst..dst + cout].copy_from_slice(p);
-                        } else {
-                            (k.add)(&mut tile[dst..dst + cout], p);
+                    match product {
+                        Some(p) if started[o as usize] => (k.add)(&mut tile[dst..dst + cout], p),
+                        Some(p) => tile[dst..dst + cout].copy_from_slice(p),
+                        None => {
+                            xs.push(input.row(id));
+                            offs.push(if started[o as usize] { dst } else { dst | FRESH });
                         }
-                        continue;
-                    }
-                    if !started[o as usize] {
-                        fresh |= 1 << xs.len();
-                    }
-                    xs.push(input.row(id));
-                    offs.push(dst);
-                    if xs.len() == k.mr {
-                        let args = GemmArgs {
-                            xs: &xs,
-                            w,
-                            cout,
-                            dst: tile,
-                            offs: &offs,
-                            fresh,
-                        };
-                        (k.gemm)(args);
-                        xs.clear();
-                        offs.clear();
-                        fresh = 0;
                     }
                 }
                 if !xs.is_empty() {
-                    (k.gemm)(GemmArgs {
-                        xs: &xs,
-                        w,
-                        cout,
-                        dst: tile,
-                        offs: &offs,
-                        fresh,
-                    });
-                    xs.clear();
-                    offs.clear();
+                    (k.gemm)(GemmArgs { xs: &xs, w, cout, dst: tile, offs: &offs });
                 }
                 for &(o, _, _) in bucket.iter() {
                     started[o as usize] = true;
@@ -291,25 +250,14 @@ impl SparseConv {
         for (slot, &(kappa, id)) in jobs.hot.iter().enumerate() {
             by_kappa[kappa as usize].push((id, slot as u32));
         }
-        let mut xs: Vec<&[f32]> = Vec::with_capacity(k.mr);
-        let mut offs: Vec<usize> = Vec::with_capacity(k.mr);
         for (kappa, list) in by_kappa.iter().enumerate() {
-            let w = &self.weights[kappa * cin * cout..][..cin * cout];
-            for group in list.chunks(k.mr) {
-                xs.clear();
-                offs.clear();
-                xs.extend(group.iter().map(|&(id, _)| input.row(id)));
-                offs.extend(group.iter().map(|&(_, slot)| slot as usize * cout));
-                let fresh = (1u32 << group.len()) - 1;
-                (k.gemm)(GemmArgs {
-                    xs: &xs,
-                    w,
-                    cout,
-                    dst: &mut products,
-                    offs: &offs,
-                    fresh,
-                });
+            if list.is_empty() {
+                continue;
             }
+            let w = &self.weights[kappa * cin * cout..][..cin * cout];
+            let xs: Vec<&[f32]> = list.iter().map(|&(id, _)| input.row(id)).collect();
+            let offs: Vec<usize> = list.iter().map(|&(_, slot)| slot as usize * cout | FRESH).collect();
+            (k.gemm)(GemmArgs { xs: &xs, w, cout, dst: &mut products, offs: &offs });
         }
         products
     }

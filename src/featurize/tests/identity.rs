@@ -200,3 +200,49 @@ fn pool_returns_memory_after_a_large_matrix() {
         bits(&fresh.run(&small, &o).expect("runs"))
     );
 }
+
+#[test]
+#[ignore]
+fn compute_speed() {
+    use crate::featurize::jobs::TaskJobs;
+    let mut rng = Rng(1);
+    let (cin, cout) = (32usize, 32usize);
+    let rows = 800_000usize;
+    let table: Vec<f32> = (0..rows * cin).map(|_| rng.uniform()).collect();
+    let x = Window {
+        coords: super::Coords::empty(),
+        ids: Vec::new(),
+        table,
+        shared: vec![false; rows],
+        channels: cin,
+        charge: None,
+    };
+    let conv = stencil(
+        "SparseConv",
+        cin,
+        1,
+        &[("kernel_size", 3), ("stride", 2)],
+        vec![tensor("W", &[9, cin, cout], (0..9 * cin * cout).map(|_| rng.uniform()).collect())],
+    );
+    let mut jobs = TaskJobs::new();
+    let n = 8192;
+    let base = 400_000u32;
+    for j in 0..n {
+        let np = 1 + (rng.next() % 6) as u32;
+        let mut ks: Vec<u32> = (0..9).collect();
+        ks.sort_by_key(|_| rng.next());
+        let mut ks: Vec<u32> = ks[..np as usize].to_vec();
+        ks.sort();
+        let r = if std::env::var_os("RANDOM_IDS").is_some() { (rng.next() % 790_000) as u32 } else { base + (j as u32) * 3 }; jobs.push_job(ks.iter().map(|&kk| (kk, r + kk % 3)), 1);
+    }
+    let pairs = jobs.pairs.len();
+    let k = Kernels::for_level(SimdLevel::best());
+    let mut out = vec![0.0f32; n * cout];
+    let mut best = f64::INFINITY;
+    for _ in 0..20 {
+        let t = std::time::Instant::now();
+        conv.compute(&jobs, &x, None, &mut out, k);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    println!("{pairs} pairs: {:.1} ns per pair, {:.1} GMAC/s", best / pairs as f64 * 1e9, (pairs * cin * cout) as f64 / best / 1e9);
+}
