@@ -31,7 +31,11 @@ impl BandJobs {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
         self.lists.iter().map(TaskJobs::bytes).sum::<usize>()
-            + self.point_rows.iter().map(|p| p.capacity() * 4).sum::<usize>()
+            + self
+                .point_rows
+                .iter()
+                .map(|p| p.capacity() * 4)
+                .sum::<usize>()
     }
 }
 

@@ -18,16 +18,9 @@
 
 use std::time::Instant;
 
-use rayon::prelude::*;
-
-use super::band::share;
 use super::coords::Coords;
-use super::jobs::{task_jobs, Phase};
-use super::masks::MaskGeometry;
 use super::memory::{BufferPool, Memory};
-use super::ops::RowProducts;
 use super::plan::Plan;
-use super::rulebook::tasks;
 use super::tree_sum::TreeSum;
 use super::window::Window;
 use crate::error::{Error, Result};
@@ -58,41 +51,33 @@ pub struct FeaturizeStats {
 
 /// One run.
 pub(crate) struct Run<'a, 'm> {
-    plan: &'a Plan,
-    k: &'static Kernels,
-    pool: &'a BufferPool,
-    mem: &'m Memory,
-    pattern: &'a CsrPattern,
-    windows: Vec<Option<Window<'m>>>,
+    pub(super) plan: &'a Plan,
+    pub(super) k: &'static Kernels,
+    pub(super) pool: &'a BufferPool,
+    pub(super) mem: &'m Memory,
+    pub(super) pattern: &'a CsrPattern,
+    pub(super) windows: Vec<Option<Window<'m>>>,
     /// Per slot: every row below this is final (present or known to be empty).
-    final_to: Vec<i64>,
+    pub(super) final_to: Vec<i64>,
     /// Per stencil step: the next output row it will produce.
-    next_row: Vec<i64>,
+    pub(super) next_row: Vec<i64>,
     /// Per pooled slot: the sum so far.
-    sums: Vec<Option<TreeSum>>,
+    pub(super) sums: Vec<Option<TreeSum>>,
     /// Per slot: points produced so far.
-    points: Vec<u64>,
+    pub(super) points: Vec<u64>,
     /// Per stencil step: positive while keys are looked up, negative for the number of
     /// bands left without (after a band whose keys hardly repeated).
-    share: Vec<i32>,
+    pub(super) share: Vec<i32>,
     /// Per stencil step: seconds spent, rows computed, neighbour pairs.
-    times: Vec<(f64, u64, u64)>,
+    pub(super) times: Vec<(f64, u64, u64)>,
     /// Per stencil step, seconds per phase: coordinates, jobs, output table, rows and sums,
     /// window assembly, halo cuts.
-    phases: Vec<[f64; 6]>,
-    stats: FeaturizeStats,
+    pub(super) phases: Vec<[f64; 6]>,
+    pub(super) stats: FeaturizeStats,
 }
 
 /// "Every row": the end of the last band.
-const ALL: i64 = i64::MAX;
-
-/// The smallest multiple of `t` at or above `v` (`v ≥ 0`, saturating at [`ALL`]).
-fn align_up(v: i64, t: i64) -> i64 {
-    match v.checked_add(t - 1) {
-        Some(x) => x / t * t,
-        None => ALL,
-    }
-}
+pub(super) const ALL: i64 = i64::MAX;
 
 impl<'a, 'm> Run<'a, 'm> {
     /// A run of `plan` over `pattern`.
@@ -231,7 +216,7 @@ impl<'a, 'm> Run<'a, 'm> {
         Ok(())
     }
 
-    fn take(&mut self, slot: usize) -> Result<Window<'m>> {
+    pub(super) fn take(&mut self, slot: usize) -> Result<Window<'m>> {
         self.windows[slot].take().ok_or_else(|| {
             Error::featurize("graph", format!("internal: value slot {slot} is missing"))
         })
@@ -248,245 +233,6 @@ impl<'a, 'm> Run<'a, 'm> {
             .unwrap_or(ALL);
         let w = self.take(slot)?;
         self.windows[slot] = Some(w.keep_from(lo, self.pool, self.mem, "graph")?);
-        Ok(())
-    }
-
-    /// Computes the output rows of stencil step `si` that have become final.
-    fn step(&mut self, si: usize) -> Result<()> {
-        let plan = self.plan;
-        let step = &plan.stencils[si];
-        let reach = step.op.reach();
-        let x_slot = step.input;
-        let h = self.final_to[x_slot];
-        let start = self.next_row[si];
-        let t_out = reach.t_out as i64;
-        // Output rows `R < end` are final; the next band starts at `next`.
-        let (end, next) = if h == ALL {
-            (ALL, ALL)
-        } else {
-            let end = h.saturating_sub(reach.lag());
-            (end, align_up(end.max(start), t_out))
-        };
-        if end <= start {
-            return Ok(());
-        }
-        let x = self.take(x_slot)?;
-        let result = self.step_rows(si, &x, start, end, next);
-        self.windows[x_slot] = Some(x);
-        result
-    }
-
-    /// [`step`](Self::step) for the output rows in `[start, end)` of input window `x`.
-    fn step_rows(
-        &mut self,
-        si: usize,
-        x: &Window<'m>,
-        start: i64,
-        end: i64,
-        next: i64,
-    ) -> Result<()> {
-        let plan = self.plan;
-        let step = &plan.stencils[si];
-        let op = step.op.as_ref();
-        let reach = op.reach();
-        let y_slot = step.output;
-        let t_out = reach.t_out as i64;
-        let mut clock = Instant::now();
-        let mut lap = |phases: &mut Vec<[f64; 6]>, i: usize| {
-            let now = Instant::now();
-            phases[si][i] += (now - clock).as_secs_f64();
-            clock = now;
-        };
-        let out = if reach.stride == 1 {
-            x.coords.copy_rows(x.coords.rows_between(start, end))
-        } else {
-            let in_end = if end == ALL {
-                ALL
-            } else {
-                align_up(end, t_out)
-            };
-            x.coords
-                .strided(x.coords.rows_between(start, in_end), reach.t_out)
-        };
-        self.next_row[si] = next;
-        if out.len() == 0 {
-            self.final_to[y_slot] = next;
-            return Ok(());
-        }
-        let node = step.name.as_str();
-        let coord_charge =
-            self.mem
-                .charge(out.bytes(), node, "the output coordinates of a band")?;
-        let tasks = tasks(&out);
-        // Bitmaps pay for a constant input unless its rows are very short.
-        let masks = (x.is_constant() && x.len() >= 4 * x.coords.rows.len().max(1))
-            .then(|| MaskGeometry::new(&reach.geom, reach.t_in, self.pattern.ncols() as u64))
-            .flatten();
-        lap(&mut self.phases, 0);
-        // Phase A: every task's jobs, then merged band-wide.
-        let share_keys = self.share[si] > 0;
-        let jobs: Vec<Phase> = tasks
-            .par_iter()
-            .map(|rows| {
-                task_jobs(
-                    x,
-                    &out,
-                    rows.clone(),
-                    &reach.geom,
-                    masks.as_ref(),
-                    share_keys,
-                )
-            })
-            .collect();
-        let pairs: u64 = jobs.iter().map(Phase::point_pairs).sum();
-        let keyed_points: u64 = jobs
-            .iter()
-            .map(|p| p.keyed.uses.iter().map(|&u| u64::from(u)).sum::<u64>())
-            .sum();
-        let phase_a_bytes = jobs.iter().map(Phase::bytes).sum();
-        let a_charge = self
-            .mem
-            .charge(phase_a_bytes, node, "the neighbour pairs of a band")?;
-        let unique_rows: usize = jobs.iter().map(|p| p.unique.len()).sum();
-        let mut band = share(jobs);
-        drop(a_charge);
-        // Stop looking keys up in this layer for a while when they hardly repeat.
-        let keyed_rows = (band.rows - unique_rows) as u64;
-        self.share[si] = if !share_keys {
-            self.share[si] + 1
-        } else if keyed_points >= 4096 && 10 * keyed_rows > 9 * keyed_points {
-            -8
-        } else {
-            1
-        };
-        let _band_charge = self
-            .mem
-            .charge(band.bytes(), node, "the neighbour pairs of a band")?;
-        let n_jobs = band.rows;
-        self.stats.dense_macs += pairs * op.macs_per_pair();
-        self.stats.rows_computed += n_jobs as u64;
-        self.times[si].1 += n_jobs as u64;
-        self.times[si].2 += pairs;
-        self.stats.points += out.len() as u64;
-        // Products of shared input rows: for every shared row and κ at once when that is
-        // at most half the products the jobs need, else per list for the repeated ones.
-        let k = self.k;
-        let mut products = None;
-        if op.wants_products() && std::env::var_os("NOPROD").is_none() {
-            let refs: u64 = band
-                .lists
-                .par_iter()
-                .map(|l| l.pairs.iter().filter(|p| x.shared[p.1 as usize]).count() as u64)
-                .sum();
-            let rows: Vec<u32> = (0..x.table_rows() as u32)
-                .filter(|&r| x.shared[r as usize])
-                .collect();
-            let volume = reach.geom.volume() as u64;
-            if !rows.is_empty() && 2 * rows.len() as u64 * volume <= refs {
-                let bytes = rows.len() * volume as usize * op.cout() * 4;
-                let charge = self
-                    .mem
-                    .charge(bytes, node, "the products of shared rows")?;
-                let mut index = vec![u32::MAX; x.table_rows()];
-                for (i, &r) in rows.iter().enumerate() {
-                    index[r as usize] = i as u32;
-                }
-                products = op.row_products(x, &rows, k).map(|table| {
-                    (
-                        RowProducts {
-                            index,
-                            rows: rows.len(),
-                            table,
-                        },
-                        charge,
-                    )
-                });
-            } else {
-                band.lists.par_iter_mut().for_each(|l| l.assign_slots(x));
-            }
-        }
-        let products = products.as_ref().map(|(p, _)| p);
-
-        lap(&mut self.phases, 1);
-        // The new output window: the halo, then the band's rows.
-        let halo = self.take(y_slot)?;
-        let c = op.cout();
-        let (halo_rows, halo_points) = (halo.table_rows(), halo.len());
-        let bytes = Window::bytes_for(
-            halo_points + out.len(),
-            halo.coords.rows.len() + out.rows.len(),
-            halo_rows + n_jobs,
-            c,
-        );
-        let charge = self.mem.charge(bytes, node, "the rows of a band")?;
-        let mut table = self.pool.take((halo_rows + n_jobs) * c);
-        table[..halo_rows * c].copy_from_slice(&halo.table[..halo_rows * c]);
-        lap(&mut self.phases, 2);
-        // Phase B: the jobs' rows, list by list.
-        let mut slices: Vec<&mut [f32]> = Vec::with_capacity(band.lists.len());
-        let mut rest = &mut table[halo_rows * c..];
-        for l in &band.lists {
-            let (head, tail) = rest.split_at_mut(l.len() * c);
-            slices.push(head);
-            rest = tail;
-        }
-        band.lists
-            .par_iter()
-            .zip(slices)
-            .for_each(|(l, dst)| op.compute(l, x, products, dst, k));
-        lap(&mut self.phases, 5);
-        // Phase C: every task's pooled sums.
-        let t_y = self.plan.stride(y_slot);
-        if self.plan.pooled[y_slot] {
-            let rows_table = &table[halo_rows * c..];
-            let partials: Vec<TreeSum> = band
-                .point_rows
-                .par_iter()
-                .zip(&tasks)
-                .map(|(prows, rows)| {
-                    let first = u64::from(out.rows[rows.start]) / t_y;
-                    let mut sum = TreeSum::new(c, first);
-                    let base = out.row_start[rows.start];
-                    for ri in rows.clone() {
-                        let acc = sum.push_leaf(u64::from(out.rows[ri]) / t_y, k);
-                        let pts = out.row_range(ri);
-                        (k.sum_rows_f64)(acc, rows_table, &prows[pts.start - base..pts.end - base]);
-                    }
-                    sum
-                })
-                .collect();
-            if let Some(sum) = &mut self.sums[y_slot] {
-                for part in &partials {
-                    sum.extend(part, k);
-                }
-            }
-        }
-        lap(&mut self.phases, 3);
-        let mut ids = Vec::with_capacity(halo_points + out.len());
-        ids.extend_from_slice(&halo.ids);
-        for p in &band.point_rows {
-            ids.extend(p.iter().map(|&r| r + halo_rows as u32));
-        }
-        let mut shared = Vec::with_capacity(halo_rows + n_jobs);
-        shared.extend_from_slice(&halo.shared);
-        for l in &band.lists {
-            shared.extend(l.uses.iter().map(|&u| u >= 2));
-        }
-        let mut coords = halo.coords;
-        coords.append(&out);
-        self.pool.give(halo.table);
-        drop(coord_charge);
-        self.points[y_slot] += out.len() as u64;
-        self.windows[y_slot] = Some(Window {
-            coords,
-            ids,
-            table,
-            shared,
-            channels: c,
-            charge: Some(charge),
-        });
-        self.final_to[y_slot] = next;
-        lap(&mut self.phases, 4);
         Ok(())
     }
 

@@ -78,8 +78,9 @@ impl Default for FeaturizeOptions {
 ///   first product taken as is and the others added in turn, where each product
 ///   `p_κ = x · W[κ]` is one fused multiply-add chain over the input channels in ascending
 ///   order starting from +0.0 (a point without neighbours gets `0 + bias`);
-/// - a max-pool output row is its first neighbour's row (ascending κ), then the
-///   NaN-propagating per-channel max with each further neighbour in ascending κ;
+/// - a max-pool output row is its first neighbour's row, then the NaN-propagating
+///   per-channel max with each further neighbour, neighbours in visiting order (kernel row
+///   `i_r` ascending, then `i_c`);
 /// - a global average pool is a per-channel `f64` sum in a fixed binary tree over the rows
 ///   (each row's points in column order), divided by the number of points, rounded to
 ///   `f32`.

@@ -1,7 +1,8 @@
 //! Jobs: the distinct output rows of one task of a stencil band.
 //!
 //! A stencil's output at a point is a function of its *key*: the list of its neighbours'
-//! `(κ, input row id)` pairs in ascending κ. Points with equal keys get one output row.
+//! `(κ, input row id)` pairs in visiting order (kernel row, then column: a canonical order of
+//! the set). Points with equal keys get one output row.
 //! Keys are looked up only when every input row in them is shared: an input row used by a
 //! single point appears with a given κ in exactly one output point's key, so a key containing
 //! it is unique and gets its own row without a lookup. This is what keeps memoization cheap
@@ -25,7 +26,8 @@ use super::window::Window;
 /// products repeat, their product slots.
 #[derive(Debug, Default)]
 pub(crate) struct TaskJobs {
-    /// `(κ, input row id)` of every job, κ ascending within a job.
+    /// `(κ, input row id)` of every job, in visiting order (kernel row `i_r` ascending, then
+    /// `i_c`; for a constant input, κ ascending).
     pub pairs: Vec<(u32, u32)>,
     /// Job `j` is `pairs[starts[j]..starts[j + 1]]`.
     pub starts: Vec<u32>,
@@ -206,7 +208,7 @@ pub(crate) fn task_jobs(
             for ri in rows {
                 nb.start_row(out.rows[ri]);
                 for p in out.row_range(ri) {
-                    once(mask_of_list(nb.point_unsorted(out.cols[p]), k), &mut ph);
+                    once(mask_of_list(nb.point(out.cols[p]), k), &mut ph);
                 }
             }
         }
@@ -215,27 +217,29 @@ pub(crate) fn task_jobs(
     ph.unique.pairs.reserve(2 * n);
     let mut index = Index::with_capacity(if share { n } else { 0 });
     let mut nb = Neighbours::new(&input.coords, geom);
+    let mut key: Vec<(u32, u32)> = Vec::with_capacity(geom.volume());
     for ri in rows {
         nb.start_row(out.rows[ri]);
         for p in out.row_range(ri) {
-            let list = nb.point(out.cols[p]);
-            let pairs = list
-                .iter()
-                .map(|&(kappa, q)| (kappa, input.ids[q as usize]));
-            if share && list.iter().all(|&(_, q)| input.point_shared(q as usize)) {
-                let h = hash_pairs(pairs.clone());
+            key.clear();
+            let mut all_shared = share;
+            for &(kappa, q) in nb.point(out.cols[p]) {
+                let id = input.ids[q as usize];
+                all_shared &= input.shared[id as usize];
+                key.push((kappa, id));
+            }
+            if all_shared {
+                let h = hash_pairs(key.iter().copied());
                 let keyed = &ph.keyed;
-                let (j, new) = index.find(h, &keyed.hash, |j| {
-                    keyed.pairs(j).iter().copied().eq(pairs.clone())
-                });
+                let (j, new) = index.find(h, &keyed.hash, |j| keyed.pairs(j) == key.as_slice());
                 if new {
-                    ph.keyed.push_job(pairs, 0);
+                    ph.keyed.push_job(key.iter().copied(), 0);
                     ph.keyed.hash.push(h);
                 }
                 ph.keyed.uses[j as usize] += 1;
                 ph.point_job.push(KEYED | j);
             } else {
-                let j = ph.unique.push_job(pairs, 1);
+                let j = ph.unique.push_job(key.iter().copied(), 1);
                 ph.point_job.push(j);
             }
         }

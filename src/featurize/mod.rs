@@ -61,6 +61,7 @@ mod passes;
 mod plan;
 mod rulebook;
 pub mod spec;
+mod step;
 #[cfg(test)]
 mod tests;
 mod tree_sum;

@@ -1,7 +1,8 @@
 //! Neighbour search ("rulebook") for conv and pool layers, in pull form.
 //!
 //! For each output point `p` the layer needs the list of `(κ, input point)` pairs with
-//! `p + offset(κ)` present in the input, in **ascending κ**. Rather than materialising a
+//! `p + offset(κ)` present in the input, in a canonical order (*visiting order*: kernel row,
+//! then column). Rather than materialising a
 //! global rulebook, [`Neighbours`] produces that list per output point on the fly: for an
 //! output row `R` it locates each input row `R + a_r` by binary search once, then walks the
 //! output row's columns left to right with one monotone cursor per kernel row, so each
@@ -139,7 +140,9 @@ impl<'a> Neighbours<'a> {
     }
 
     /// The `(κ, input point)` pairs of the output point at column `col` of the current row,
-    /// κ ascending. Columns must be visited in ascending order within a row.
+    /// in *visiting* order: by kernel row `i_r` ascending, then by column (`i_c`) ascending
+    /// (a canonical order, fixed by the coordinates). Columns must be visited in ascending
+    /// order within a row.
     ///
     /// Per present kernel row, the cursor skips input columns left of the window
     /// `[col + a_0, col + a_{k−1}]` (amortised over the row), then only the columns inside
@@ -147,24 +150,6 @@ impl<'a> Neighbours<'a> {
     /// multiple of the offset step `d·t`, with `i_c` the quotient.
     #[inline]
     pub fn point(&mut self, col: u32) -> &[(u32, u32)] {
-        self.point_unsorted(col);
-        // Pairs arrive by kernel row; order by κ (a handful of entries: insertion sort).
-        let l = &mut self.list;
-        for i in 1..l.len() {
-            let mut j = i;
-            while j > 0 && l[j - 1].0 > l[j].0 {
-                l.swap(j - 1, j);
-                j -= 1;
-            }
-        }
-        &self.list
-    }
-
-    /// The same pairs as [`point`](Self::point) in *visiting* order instead of κ order: by
-    /// kernel row `i_r` ascending, then by column (`i_c`) ascending. The order depends only on
-    /// the coordinates. Columns must be visited in ascending order within a row.
-    #[inline]
-    pub fn point_unsorted(&mut self, col: u32) -> &[(u32, u32)] {
         let k = self.geom.k as u32;
         let offs = &self.geom.offsets;
         let step = self.geom.step;
@@ -218,17 +203,18 @@ mod tests {
     }
 
     #[test]
-    fn neighbours_in_kappa_order() {
+    fn neighbours_in_visiting_order() {
         // Points (0,0), (0,1), (1,0); query output point (0,0) with a 3x3 kernel.
         let p = CsrPattern::new(2, 2, vec![0, 2, 3], vec![0, 1, 0]).expect("valid");
         let c = Coords::from_pattern(&p);
         let g = Geometry::new(3, 1, 1);
         let mut n = Neighbours::new(&c, &g);
         n.start_row(0);
-        // κ = i_r + 3·i_c; offset (0,0) → κ 4, (0,+1) → κ 7, (+1,0) → κ 5.
-        assert_eq!(n.point(0), &[(4, 0), (5, 2), (7, 1)]);
-        // Output point (0,1): (0,-1) → κ 1 (pt 0), (+1,-1) → κ 2 (pt 2), (0,0) → κ 4 (pt 1).
-        assert_eq!(n.point(1), &[(1, 0), (2, 2), (4, 1)]);
+        // κ = i_r + 3·i_c; offset (0,0) → κ 4, (0,+1) → κ 7, (+1,0) → κ 5. Visiting order:
+        // kernel row i_r = 1 (offset 0) first: κ 4, κ 7; then i_r = 2: κ 5.
+        assert_eq!(n.point(0), &[(4, 0), (7, 1), (5, 2)]);
+        // Output point (0,1): (0,-1) → κ 1 (pt 0), (0,0) → κ 4 (pt 1), (+1,-1) → κ 2 (pt 2).
+        assert_eq!(n.point(1), &[(1, 0), (4, 1), (2, 2)]);
     }
 
     #[test]

@@ -72,12 +72,6 @@ impl<'m> Window<'m> {
         self.shared.len() == 1
     }
 
-    /// Whether the row of point `p` is shared.
-    #[inline]
-    pub fn point_shared(&self, p: usize) -> bool {
-        self.shared[self.ids[p] as usize]
-    }
-
     /// The rows at or after row coordinate `lo`, in a new compact window (table rows that no
     /// kept point uses are dropped, ids renumbered), charged to `mem`.
     pub fn keep_from(

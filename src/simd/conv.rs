@@ -39,7 +39,11 @@ pub(crate) struct GemmArgs<'a> {
 impl GemmArgs<'_> {
     /// `cin`, after checking every bound the kernels rely on (panics on a caller bug).
     fn check(&self) -> usize {
-        assert_eq!(self.offs.len(), self.xs.len(), "one output row per input row");
+        assert_eq!(
+            self.offs.len(),
+            self.xs.len(),
+            "one output row per input row"
+        );
         assert!(self.cout > 0 && self.w.len().is_multiple_of(self.cout));
         let cin = self.w.len() / self.cout;
         assert!(

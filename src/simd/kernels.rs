@@ -6,9 +6,9 @@
 //! the CPU supports the level first. Calls are per micro-kernel block or per row batch, so
 //! the indirect call costs nothing measurable.
 
-use super::conv::{self, GemmArgs};
 #[cfg(test)]
 use super::conv::FRESH;
+use super::conv::{self, GemmArgs};
 use super::pool;
 use super::SimdLevel;
 
@@ -119,7 +119,13 @@ mod tests {
                     let offs: Vec<usize> = (0..m)
                         .map(|r| (12 - r) * cout | if r % 2 == 1 { FRESH } else { 0 })
                         .collect();
-                    (k.gemm)(GemmArgs { xs: &xs, w: &w, cout, dst: &mut dst, offs: &offs });
+                    (k.gemm)(GemmArgs {
+                        xs: &xs,
+                        w: &w,
+                        cout,
+                        dst: &mut dst,
+                        offs: &offs,
+                    });
                     let bits: Vec<u32> = dst.iter().map(|x| x.to_bits()).collect();
                     match &want {
                         None => want = Some(bits),

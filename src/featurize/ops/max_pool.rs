@@ -1,7 +1,8 @@
 //! `SparseMaxPool`: per-channel max over the kernel window (MinkowskiEngine semantics).
 //!
-//! An output row starts as its first neighbour's row (ascending κ) and takes the
-//! NaN-propagating per-channel max with each further one in ascending κ (`simd::pool`). Points
+//! An output row starts as its first neighbour's row and takes the NaN-propagating
+//! per-channel max with each further one (`simd::pool`), neighbours in visiting order
+//! (kernel row, then column; the order only matters for which NaN payload wins). Points
 //! with the same neighbour rows share one output row like any stencil, so a max pool over
 //! shared (memoized) rows produces shared rows without expanding them.
 

@@ -163,7 +163,7 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
         None
     }
     /// Computes output row `j` of `out` (`[jobs.len(), cout]`) from job `j`'s neighbour
-    /// pairs `(κ, input row id)` (κ ascending) over the rows of `input`'s table, reading
+    /// pairs `(κ, input row id)` (in visiting order) over the rows of `input`'s table, reading
     /// precomputed products from `products` where it has them. Every element of `out` is
     /// written; its prior contents are unspecified.
     fn compute(

@@ -155,7 +155,13 @@ impl Stencil for SparseConv {
                     .for_each(|(dst, ids)| {
                         let xs: Vec<&[f32]> = ids.iter().map(|&id| input.row(id)).collect();
                         let offs: Vec<usize> = (0..ids.len()).map(|r| r * cout | FRESH).collect();
-                        (k.gemm)(GemmArgs { xs: &xs, w, cout, dst, offs: &offs });
+                        (k.gemm)(GemmArgs {
+                            xs: &xs,
+                            w,
+                            cout,
+                            dst,
+                            offs: &offs,
+                        });
                     });
             });
         Some(table)
@@ -210,12 +216,22 @@ impl Stencil for SparseConv {
                         Some(p) => tile[dst..dst + cout].copy_from_slice(p),
                         None => {
                             xs.push(input.row(id));
-                            offs.push(if started[o as usize] { dst } else { dst | FRESH });
+                            offs.push(if started[o as usize] {
+                                dst
+                            } else {
+                                dst | FRESH
+                            });
                         }
                     }
                 }
                 if !xs.is_empty() {
-                    (k.gemm)(GemmArgs { xs: &xs, w, cout, dst: tile, offs: &offs });
+                    (k.gemm)(GemmArgs {
+                        xs: &xs,
+                        w,
+                        cout,
+                        dst: tile,
+                        offs: &offs,
+                    });
                 }
                 for &(o, _, _) in bucket.iter() {
                     started[o as usize] = true;
@@ -256,8 +272,17 @@ impl SparseConv {
             }
             let w = &self.weights[kappa * cin * cout..][..cin * cout];
             let xs: Vec<&[f32]> = list.iter().map(|&(id, _)| input.row(id)).collect();
-            let offs: Vec<usize> = list.iter().map(|&(_, slot)| slot as usize * cout | FRESH).collect();
-            (k.gemm)(GemmArgs { xs: &xs, w, cout, dst: &mut products, offs: &offs });
+            let offs: Vec<usize> = list
+                .iter()
+                .map(|&(_, slot)| slot as usize * cout | FRESH)
+                .collect();
+            (k.gemm)(GemmArgs {
+                xs: &xs,
+                w,
+                cout,
+                dst: &mut products,
+                offs: &offs,
+            });
         }
         products
     }

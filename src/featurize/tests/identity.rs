@@ -222,7 +222,11 @@ fn compute_speed() {
         cin,
         1,
         &[("kernel_size", 3), ("stride", 2)],
-        vec![tensor("W", &[9, cin, cout], (0..9 * cin * cout).map(|_| rng.uniform()).collect())],
+        vec![tensor(
+            "W",
+            &[9, cin, cout],
+            (0..9 * cin * cout).map(|_| rng.uniform()).collect(),
+        )],
     );
     let mut jobs = TaskJobs::new();
     let n = 8192;
@@ -233,7 +237,12 @@ fn compute_speed() {
         ks.sort_by_key(|_| rng.next());
         let mut ks: Vec<u32> = ks[..np as usize].to_vec();
         ks.sort();
-        let r = if std::env::var_os("RANDOM_IDS").is_some() { (rng.next() % 790_000) as u32 } else { base + (j as u32) * 3 }; jobs.push_job(ks.iter().map(|&kk| (kk, r + kk % 3)), 1);
+        let r = if std::env::var_os("RANDOM_IDS").is_some() {
+            (rng.next() % 790_000) as u32
+        } else {
+            base + (j as u32) * 3
+        };
+        jobs.push_job(ks.iter().map(|&kk| (kk, r + kk % 3)), 1);
     }
     let pairs = jobs.pairs.len();
     let k = Kernels::for_level(SimdLevel::best());
@@ -244,5 +253,9 @@ fn compute_speed() {
         conv.compute(&jobs, &x, None, &mut out, k);
         best = best.min(t.elapsed().as_secs_f64());
     }
-    println!("{pairs} pairs: {:.1} ns per pair, {:.1} GMAC/s", best / pairs as f64 * 1e9, (pairs * cin * cout) as f64 / best / 1e9);
+    println!(
+        "{pairs} pairs: {:.1} ns per pair, {:.1} GMAC/s",
+        best / pairs as f64 * 1e9,
+        (pairs * cin * cout) as f64 / best / 1e9
+    );
 }

@@ -1,0 +1,380 @@
+//! One stencil step of one band: the output rows that have become final, computed in
+//! parallel tasks of whole output rows.
+//!
+//! Two paths give the same values:
+//!
+//! - **shared**: phase A finds every point's job per task (`jobs`), the keyed jobs are merged
+//!   band-wide (`band`), then every job list is computed into its rows (`Stencil::compute`)
+//!   and the tasks sum their points' rows for the pools;
+//! - **direct**: when the input has no shared rows, or lookups are paused because the keys
+//!   of this layer did not repeat in an earlier band, each task finds its points' neighbour
+//!   pairs and computes one row per point at once, summing them while they are in cache.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+
+use super::band::share;
+use super::coords::Coords;
+use super::exec::{Run, ALL};
+use super::jobs::{task_jobs, Phase};
+use super::masks::MaskGeometry;
+use super::memory::Charge;
+use super::ops::{RowProducts, Stencil};
+use super::rulebook::tasks;
+use super::tree_sum::TreeSum;
+use super::window::Window;
+use crate::error::Result;
+use crate::simd::kernels::Kernels;
+
+/// The smallest multiple of `t` at or above `v` (`v ≥ 0`, saturating at [`ALL`]).
+fn align_up(v: i64, t: i64) -> i64 {
+    match v.checked_add(t - 1) {
+        Some(x) => x / t * t,
+        None => ALL,
+    }
+}
+
+/// The pooled-sum partials of the points of task `rows` whose rows (in point order) are
+/// `ids` of `table`.
+fn task_sums(
+    out: &Coords,
+    rows: std::ops::Range<usize>,
+    table: &[f32],
+    ids: &[u32],
+    c: usize,
+    t: u64,
+    k: &Kernels,
+) -> TreeSum {
+    let mut sum = TreeSum::new(c, u64::from(out.rows[rows.start]) / t);
+    let base = out.row_start[rows.start];
+    for ri in rows {
+        let acc = sum.push_leaf(u64::from(out.rows[ri]) / t, k);
+        let pts = out.row_range(ri);
+        (k.sum_rows_f64)(acc, table, &ids[pts.start - base..pts.end - base]);
+    }
+    sum
+}
+
+impl<'m> Run<'_, 'm> {
+    /// Computes the output rows of stencil step `si` that have become final.
+    pub(super) fn step(&mut self, si: usize) -> Result<()> {
+        let step = &self.plan.stencils[si];
+        let reach = step.op.reach();
+        let x_slot = step.input;
+        let h = self.final_to[x_slot];
+        let start = self.next_row[si];
+        // Output rows `R < end` are final; the next band starts at `next`.
+        let (end, next) = if h == ALL {
+            (ALL, ALL)
+        } else {
+            let end = h.saturating_sub(reach.lag());
+            (end, align_up(end.max(start), reach.t_out as i64))
+        };
+        if end <= start {
+            return Ok(());
+        }
+        let x = self.take(x_slot)?;
+        let result = self.step_rows(si, &x, start, end, next);
+        self.windows[x_slot] = Some(x);
+        result
+    }
+
+    /// [`step`](Self::step) for the output rows in `[start, end)` of input window `x`.
+    fn step_rows(
+        &mut self,
+        si: usize,
+        x: &Window<'m>,
+        start: i64,
+        end: i64,
+        next: i64,
+    ) -> Result<()> {
+        let plan = self.plan;
+        let step = &plan.stencils[si];
+        let op = step.op.as_ref();
+        let reach = op.reach();
+        let y_slot = step.output;
+        let started = Instant::now();
+        let out = if reach.stride == 1 {
+            x.coords.copy_rows(x.coords.rows_between(start, end))
+        } else {
+            let t_out = reach.t_out as i64;
+            let in_end = if end == ALL {
+                ALL
+            } else {
+                align_up(end, t_out)
+            };
+            x.coords
+                .strided(x.coords.rows_between(start, in_end), reach.t_out)
+        };
+        self.next_row[si] = next;
+        self.final_to[y_slot] = next;
+        if out.len() == 0 {
+            return Ok(());
+        }
+        let node = step.name.as_str();
+        let _coord_charge =
+            self.mem
+                .charge(out.bytes(), node, "the output coordinates of a band")?;
+        self.phases[si][0] += started.elapsed().as_secs_f64();
+        let halo = self.take(y_slot)?;
+        let shared = self.share[si] > 0 && x.shared.iter().any(|&s| s);
+        let (window, sums) = if shared {
+            self.shared_rows(si, x, &out, halo)?
+        } else {
+            self.share[si] += 1;
+            self.direct_rows(si, x, &out, halo)?
+        };
+        let k = self.k;
+        if let Some(total) = &mut self.sums[y_slot] {
+            for part in &sums {
+                total.extend(part, k);
+            }
+        }
+        self.points[y_slot] += out.len() as u64;
+        self.stats.points += out.len() as u64;
+        self.windows[y_slot] = Some(window);
+        Ok(())
+    }
+
+    /// The new output window: the halo's rows, then the band's rows `table` (with the
+    /// band's points' rows `ids`, relative to the band, and the band rows' shared flags).
+    fn assemble(
+        &self,
+        halo: Window<'m>,
+        out: &Coords,
+        table: Vec<f32>,
+        ids: impl Iterator<Item = u32>,
+        shared: impl Iterator<Item = bool>,
+        charge: Charge<'m>,
+    ) -> Window<'m> {
+        let halo_rows = halo.table_rows() as u32;
+        let mut all_ids = Vec::with_capacity(halo.len() + out.len());
+        all_ids.extend_from_slice(&halo.ids);
+        all_ids.extend(ids.map(|r| r + halo_rows));
+        let mut all_shared = halo.shared;
+        all_shared.extend(shared);
+        let mut coords = halo.coords;
+        coords.append(out);
+        self.pool.give(halo.table);
+        Window {
+            coords,
+            ids: all_ids,
+            table,
+            shared: all_shared,
+            channels: halo.channels,
+            charge: Some(charge),
+        }
+    }
+
+    /// A table for the halo's rows and `band_rows` more, with the halo's rows copied in,
+    /// charged to the budget with the window it will belong to.
+    fn new_table(
+        &self,
+        node: &str,
+        halo: &Window<'m>,
+        out: &Coords,
+        band_rows: usize,
+    ) -> Result<(Vec<f32>, Charge<'m>)> {
+        let c = halo.channels;
+        let rows = halo.table_rows() + band_rows;
+        let bytes = Window::bytes_for(
+            halo.len() + out.len(),
+            halo.coords.rows.len() + out.rows.len(),
+            rows,
+            c,
+        );
+        let charge = self.mem.charge(bytes, node, "the rows of a band")?;
+        let mut table = self.pool.take(rows * c);
+        let h = halo.table_rows() * c;
+        table[..h].copy_from_slice(&halo.table[..h]);
+        Ok((table, charge))
+    }
+
+    /// The direct path (see the module docs).
+    fn direct_rows(
+        &mut self,
+        si: usize,
+        x: &Window<'m>,
+        out: &Coords,
+        halo: Window<'m>,
+    ) -> Result<(Window<'m>, Vec<TreeSum>)> {
+        let plan = self.plan;
+        let step = &plan.stencils[si];
+        let (op, node) = (step.op.as_ref(), step.name.as_str());
+        let reach = op.reach();
+        let c = op.cout();
+        let started = Instant::now();
+        let (mut table, charge) = self.new_table(node, &halo, out, out.len())?;
+        let halo_rows = halo.table_rows();
+        let tasks = tasks(out);
+        let mut slices: Vec<&mut [f32]> = Vec::with_capacity(tasks.len());
+        let mut rest = &mut table[halo_rows * c..];
+        for rows in &tasks {
+            let (head, tail) = rest.split_at_mut(out.points_of(rows.clone()).len() * c);
+            slices.push(head);
+            rest = tail;
+        }
+        let (k, t_y, pooled) = (self.k, plan.stride(step.output), plan.pooled[step.output]);
+        let parts: Vec<(u64, Option<TreeSum>)> = tasks
+            .par_iter()
+            .zip(slices)
+            .map(|(rows, dst)| {
+                let ph = task_jobs(x, out, rows.clone(), &reach.geom, None, false);
+                op.compute(&ph.unique, x, None, dst, k);
+                let sums =
+                    pooled.then(|| task_sums(out, rows.clone(), dst, &ph.point_job, c, t_y, k));
+                (ph.unique.point_pairs(), sums)
+            })
+            .collect();
+        let pairs: u64 = parts.iter().map(|p| p.0).sum();
+        self.count(si, op, out.len(), pairs);
+        self.phases[si][3] += started.elapsed().as_secs_f64();
+        let window = self.assemble(
+            halo,
+            out,
+            table,
+            0..out.len() as u32,
+            std::iter::repeat_n(false, out.len()),
+            charge,
+        );
+        Ok((window, parts.into_iter().filter_map(|p| p.1).collect()))
+    }
+
+    /// Records a band step's figures.
+    fn count(&mut self, si: usize, op: &dyn Stencil, rows: usize, pairs: u64) {
+        self.stats.dense_macs += pairs * op.macs_per_pair();
+        self.stats.rows_computed += rows as u64;
+        self.times[si].1 += rows as u64;
+        self.times[si].2 += pairs;
+    }
+
+    /// The shared path (see the module docs).
+    fn shared_rows(
+        &mut self,
+        si: usize,
+        x: &Window<'m>,
+        out: &Coords,
+        halo: Window<'m>,
+    ) -> Result<(Window<'m>, Vec<TreeSum>)> {
+        let plan = self.plan;
+        let step = &plan.stencils[si];
+        let (op, node) = (step.op.as_ref(), step.name.as_str());
+        let reach = op.reach();
+        let c = op.cout();
+        let k = self.k;
+        let mut clock = Instant::now();
+        let mut lap = |phases: &mut Vec<[f64; 6]>, i: usize| {
+            let now = Instant::now();
+            phases[si][i] += (now - clock).as_secs_f64();
+            clock = now;
+        };
+        let tasks = tasks(out);
+        // Bitmaps pay for a constant input unless its rows are very short.
+        let masks = (x.is_constant() && x.len() >= 4 * x.coords.rows.len().max(1))
+            .then(|| MaskGeometry::new(&reach.geom, reach.t_in, self.pattern.ncols() as u64))
+            .flatten();
+        // Phase A: every task's jobs, then merged band-wide.
+        let jobs: Vec<Phase> = tasks
+            .par_iter()
+            .map(|rows| task_jobs(x, out, rows.clone(), &reach.geom, masks.as_ref(), true))
+            .collect();
+        let pairs: u64 = jobs.iter().map(Phase::point_pairs).sum();
+        let keyed_points: u64 = jobs
+            .iter()
+            .map(|p| p.keyed.uses.iter().map(|&u| u64::from(u)).sum::<u64>())
+            .sum();
+        let unique_rows: usize = jobs.iter().map(|p| p.unique.len()).sum();
+        let a_charge = self.mem.charge(
+            jobs.iter().map(Phase::bytes).sum(),
+            node,
+            "the neighbour pairs of a band",
+        )?;
+        let mut band = share(jobs);
+        drop(a_charge);
+        let _band_charge = self
+            .mem
+            .charge(band.bytes(), node, "the neighbour pairs of a band")?;
+        let keyed_rows = (band.rows - unique_rows) as u64;
+        // Stop looking keys up in this layer for a while when they hardly repeat.
+        if keyed_points >= 4096 && 10 * keyed_rows > 9 * keyed_points {
+            self.share[si] = -8;
+        }
+        self.count(si, op, band.rows, pairs);
+        // Products of shared input rows: for every shared row and κ at once when that is at
+        // most half the products the jobs need, else per list for the repeated ones.
+        let mut products = None;
+        if op.wants_products() {
+            let refs: u64 = band
+                .lists
+                .par_iter()
+                .map(|l| l.pairs.iter().filter(|p| x.shared[p.1 as usize]).count() as u64)
+                .sum();
+            let rows: Vec<u32> = (0..x.table_rows() as u32)
+                .filter(|&r| x.shared[r as usize])
+                .collect();
+            let volume = reach.geom.volume() as u64;
+            if !rows.is_empty() && 2 * rows.len() as u64 * volume <= refs {
+                let bytes = rows.len() * volume as usize * c * 4;
+                let charge = self
+                    .mem
+                    .charge(bytes, node, "the products of shared rows")?;
+                let mut index = vec![u32::MAX; x.table_rows()];
+                for (i, &r) in rows.iter().enumerate() {
+                    index[r as usize] = i as u32;
+                }
+                products = op.row_products(x, &rows, k).map(|table| {
+                    let rp = RowProducts {
+                        index,
+                        rows: rows.len(),
+                        table,
+                    };
+                    (rp, charge)
+                });
+            } else {
+                // Lists of owned keys (the even ones) repeat products; unique jobs rarely do.
+                band.lists
+                    .par_iter_mut()
+                    .step_by(2)
+                    .for_each(|l| l.assign_slots(x));
+            }
+        }
+        let products = products.as_ref().map(|(p, _)| p);
+        lap(&mut self.phases, 1);
+        let (mut table, charge) = self.new_table(node, &halo, out, band.rows)?;
+        let halo_rows = halo.table_rows();
+        lap(&mut self.phases, 2);
+        // Phase B: the jobs' rows, list by list; then every task's pooled sums.
+        let mut slices: Vec<&mut [f32]> = Vec::with_capacity(band.lists.len());
+        let mut rest = &mut table[halo_rows * c..];
+        for l in &band.lists {
+            let (head, tail) = rest.split_at_mut(l.len() * c);
+            slices.push(head);
+            rest = tail;
+        }
+        band.lists
+            .par_iter()
+            .zip(slices)
+            .for_each(|(l, dst)| op.compute(l, x, products, dst, k));
+        let t_y = plan.stride(step.output);
+        let sums: Vec<TreeSum> = if plan.pooled[step.output] {
+            let rows_table = &table[halo_rows * c..];
+            band.point_rows
+                .par_iter()
+                .zip(&tasks)
+                .map(|(ids, rows)| task_sums(out, rows.clone(), rows_table, ids, c, t_y, k))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        lap(&mut self.phases, 3);
+        let ids = band.point_rows.iter().flatten().copied();
+        let shared = band
+            .lists
+            .iter()
+            .flat_map(|l| l.uses.iter().map(|&u| u >= 2));
+        let window = self.assemble(halo, out, table, ids, shared, charge);
+        lap(&mut self.phases, 4);
+        Ok((window, sums))
+    }
+}
