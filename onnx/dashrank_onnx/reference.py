@@ -21,7 +21,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -314,58 +314,67 @@ class FeaturizerGraph:
     output: str = "conv_features"
 
 
-_REQUIRED_ATTRS = {"SparseConv": ("kernel_size",), "SparseMaxPool": ("kernel_size", "stride"),
-                   "SparseReLU": (), "SparseGlobalAvgPool": (), "Concat": ("axis",)}
+def _run_conv(node: Node, get) -> SparseTensor:
+    x, W = get(node.inputs[0]), get(node.inputs[1])
+    b = get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    if not np.isfinite(W).all() or (b is not None and not np.isfinite(b).all()):
+        raise GraphError("non-finite weight")
+    return sparse_conv(x, W, b, int(node.attrs["kernel_size"]), int(node.attrs.get("stride", 1)),
+                       int(node.attrs.get("dilation", 1)))
+
+
+def _run_max_pool(node: Node, get) -> SparseTensor:
+    check_pool(int(node.attrs["kernel_size"]), int(node.attrs.get("stride", 1)))
+    return sparse_max_pool(get(node.inputs[0]), int(node.attrs["kernel_size"]),
+                           int(node.attrs.get("stride", 1)), int(node.attrs.get("dilation", 1)))
+
+
+def _run_concat(node: Node, get) -> np.ndarray:
+    return np.concatenate([get(i) for i in node.inputs], axis=1).astype(np.float32)
+
+
+#: Node types by (domain, op_type): required attributes and the function that runs the node
+#: (one registration line per type, like the Rust registry in src/featurize/ops/mod.rs).
+_OPS: Dict[Tuple[str, str], Tuple[Tuple[str, ...], Callable[[Node, Callable], Any]]] = {
+    (SPARSE_DOMAIN, "SparseConv"): (("kernel_size",), _run_conv),
+    (SPARSE_DOMAIN, "SparseReLU"): ((), lambda n, get: sparse_relu(get(n.inputs[0]))),
+    (SPARSE_DOMAIN, "SparseMaxPool"): (("kernel_size", "stride"), _run_max_pool),
+    (SPARSE_DOMAIN, "SparseGlobalAvgPool"): ((), lambda n, get: global_avg_pool(get(n.inputs[0]))),
+    ("", "Concat"): (("axis",), _run_concat),
+}
 
 
 def run_featurizer(graph: FeaturizerGraph, rows, cols, trace: Optional[Dict[str, Any]] = None) -> np.ndarray:
     """Run a featurizer graph on pattern coordinates; returns conv_features [1, F] float32."""
     env: Dict[str, Any] = {graph.input: pattern_tensor(rows, cols)}
 
-    def get(name, node):
-        if name in env:
-            return env[name]
-        if name in graph.initializers:
-            return graph.initializers[name]
-        raise GraphError(f"node {node.name!r}: input {name!r} is not defined")
-
     for node in graph.nodes:
-        dom = node.domain
-        if node.op_type == "Concat" and dom in ("", "ai.onnx"):
-            pass
-        elif dom != SPARSE_DOMAIN:
-            raise GraphError(f"node {node.name!r}: unknown domain {dom!r}")
-        if node.op_type not in _REQUIRED_ATTRS:
+        def get(name, node=node):
+            if name in env:
+                return env[name]
+            if name in graph.initializers:
+                return graph.initializers[name]
+            raise GraphError(f"node {node.name!r}: input {name!r} is not defined")
+
+        if node.op_type == "Concat" and node.domain in ("", "ai.onnx"):
+            dom = ""
+        elif node.domain != SPARSE_DOMAIN:
+            raise GraphError(f"node {node.name!r}: unknown domain {node.domain!r}")
+        else:
+            dom = SPARSE_DOMAIN
+        entry = _OPS.get((dom, node.op_type))
+        if entry is None:
             raise GraphError(f"node {node.name!r}: unknown op type {node.op_type!r}")
-        for a in _REQUIRED_ATTRS[node.op_type]:
+        required, run = entry
+        for a in required:
             if a not in node.attrs:
                 raise GraphError(f"node {node.name!r}: missing attribute {a!r}")
-        op = node.op_type
-        if op == "SparseConv":
-            x = get(node.inputs[0], node)
-            W = get(node.inputs[1], node)
-            b = get(node.inputs[2], node) if len(node.inputs) > 2 and node.inputs[2] else None
-            if not np.isfinite(W).all() or (b is not None and not np.isfinite(b).all()):
-                raise GraphError(f"node {node.name!r}: non-finite weight")
-            try:
-                y = sparse_conv(x, W, b, int(node.attrs["kernel_size"]), int(node.attrs.get("stride", 1)),
-                                int(node.attrs.get("dilation", 1)))
-            except GraphError as e:
-                raise GraphError(f"node {node.name!r}: {e}") from None
-        elif op == "SparseReLU":
-            y = sparse_relu(get(node.inputs[0], node))
-        elif op == "SparseMaxPool":
-            try:
-                check_pool(int(node.attrs["kernel_size"]), int(node.attrs.get("stride", 1)))
-            except GraphError as e:
-                raise GraphError(f"node {node.name!r}: {e}") from None
-            y = sparse_max_pool(get(node.inputs[0], node), int(node.attrs["kernel_size"]),
-                                int(node.attrs.get("stride", 1)), int(node.attrs.get("dilation", 1)))
-        elif op == "SparseGlobalAvgPool":
-            y = global_avg_pool(get(node.inputs[0], node))
-        else:  # Concat
-            parts = [get(i, node) for i in node.inputs]
-            y = np.concatenate(parts, axis=1).astype(np.float32)
+        try:
+            y = run(node, get)
+        except GraphError as e:
+            if str(e).startswith(f"node {node.name!r}"):
+                raise
+            raise GraphError(f"node {node.name!r}: {e}") from None
         env[node.outputs[0]] = y
         if trace is not None:
             trace[node.outputs[0]] = y

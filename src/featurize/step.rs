@@ -118,7 +118,8 @@ impl<'m> Run<'_, 'm> {
                 .charge(out.bytes(), node, "the output coordinates of a band")?;
         self.phases[si][0] += started.elapsed().as_secs_f64();
         let halo = self.take(y_slot)?;
-        let shared = self.share[si] > 0 && x.shared.iter().any(|&s| s);
+        // A constant input always shares (its keys are neighbour masks).
+        let shared = x.is_constant() || (self.share[si] > 0 && x.shared.iter().any(|&s| s));
         let (window, sums) = if shared {
             self.shared_rows(si, x, &out, halo)?
         } else {

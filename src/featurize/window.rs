@@ -67,9 +67,9 @@ impl<'m> Window<'m> {
         &self.table[id as usize * c..][..c]
     }
 
-    /// Whether every point has the same, single feature row (the pattern itself).
+    /// Whether every point has the same feature row, shared (the pattern itself).
     pub fn is_constant(&self) -> bool {
-        self.shared.len() == 1
+        self.shared == [true]
     }
 
     /// The rows at or after row coordinate `lo`, in a new compact window (table rows that no

@@ -28,8 +28,6 @@ use std::fmt;
 use std::sync::OnceLock;
 
 pub(crate) use build::{out_stride, window_attrs, BuildCtx, Built};
-#[cfg(test)]
-pub(crate) use sparse_conv::SparseConv;
 
 use super::jobs::TaskJobs;
 use super::rulebook::Geometry;

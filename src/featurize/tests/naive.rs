@@ -280,3 +280,17 @@ fn pooled_pattern_and_unfused_relu_match_naive() {
     let p = random_pattern(150, 9, 6);
     assert_close("taps", &run1(&spec, &p), &naive(&spec, &p));
 }
+
+#[test]
+fn single_points_match_naive() {
+    // Layers whose values hold one point (a one-row table that is not shared), and points
+    // far apart, through convs, a max pool and a tap.
+    let spec = dash_like(&[4, 4, 6, 6], 3);
+    for pts in [vec![(0, 0)], vec![(5, 7)], vec![(0, 0), (40, 90)]] {
+        let p = pattern(64, 128, &pts);
+        assert_close(&format!("{pts:?}"), &run1(&spec, &p), &naive(&spec, &p));
+    }
+    let p = pattern(1, 1, &[(0, 0)]);
+    let w = waco_like(8, 3, 4);
+    assert_close("waco one point", &run1(&w, &p), &naive(&w, &p));
+}
