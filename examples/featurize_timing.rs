@@ -182,13 +182,16 @@ fn cpu_ms() -> f64 {
     (field(11) + field(12)) * 10.0
 }
 
-/// Median wall time and least CPU time over `repeats` runs (ms), the output and figures.
+/// Median wall time and least CPU time (ms), the output and the figures of some runs.
+type Timed = (f64, f64, Vec<f32>, FeaturizeStats);
+
+/// [`Timed`] over `repeats` runs.
 fn time_runs(
     graph: &FeaturizerGraph,
     p: &CsrPattern,
     threads: usize,
     repeats: usize,
-) -> Result<(f64, f64, Vec<f32>, FeaturizeStats), Box<dyn std::error::Error>> {
+) -> Result<Timed, Box<dyn std::error::Error>> {
     let opts = FeaturizeOptions {
         threads: Some(threads),
         ..Default::default()

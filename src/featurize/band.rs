@@ -48,6 +48,13 @@ fn shard(h: u64) -> usize {
 /// Not numbered yet.
 const NONE: u32 = u32::MAX;
 
+/// A shard's distinct keys — owner `(task, job)` and number of points — and the key of each
+/// visited job.
+type Shard = (Vec<(u32, u32, u32)>, Vec<u32>);
+
+/// A task's owner of each keyed job, the row of each job it owns, and the owned jobs.
+type Owned = (Vec<(u32, u32)>, Vec<u32>, TaskJobs);
+
 /// Merges the tasks' jobs band-wide (see the module docs).
 pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
     let n_tasks = tasks.len();
@@ -74,7 +81,7 @@ pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
         .collect();
     // Per shard: each distinct key's owner `(task, job)` and number of points, and per visit
     // (tasks in order, each task's jobs of the shard in order) the visited job's key.
-    let shards: Vec<(Vec<(u32, u32, u32)>, Vec<u32>)> = (0..SHARDS)
+    let shards: Vec<Shard> = (0..SHARDS)
         .into_par_iter()
         .map(|s| {
             let visits: usize = grouped
@@ -114,7 +121,7 @@ pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
     }
     // Per task: the owner of each keyed job, and the list of the keys it owns (in job
     // order) with their row within that list.
-    let owned: Vec<(Vec<(u32, u32)>, Vec<u32>, TaskJobs)> = tasks
+    let owned: Vec<Owned> = tasks
         .par_iter()
         .enumerate()
         .map(|(t, task)| {

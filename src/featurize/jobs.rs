@@ -214,7 +214,9 @@ pub(crate) fn task_jobs(
         }
         return ph;
     }
-    ph.unique.pairs.reserve(2 * n);
+    ph.unique.pairs.reserve(geom.k * n);
+    ph.unique.starts.reserve(n);
+    ph.unique.uses.reserve(n);
     let mut index = Index::with_capacity(if share { n } else { 0 });
     let mut nb = Neighbours::new(&input.coords, geom);
     let mut key: Vec<(u32, u32)> = Vec::with_capacity(geom.volume());

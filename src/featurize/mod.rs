@@ -4,12 +4,27 @@
 //! feature vector of a cost model (`conv_features`, `[1, F]` in `docs/bundle-format.md`). A
 //! [`FeaturizerGraph`] is built once from a plain-data [`spec::GraphSpec`] (the bundle loader
 //! decodes it from ONNX; the featurizer never sees ONNX types) and then run on any number of
-//! patterns. Node types live in `ops/` behind a registry keyed by `(domain, op_type)`;
-//! `coords` holds row-bucketed sorted coordinate sets and their strided images; `rulebook`
-//! finds each output point's neighbours in fixed kernel order. Sparse values whose points
-//! share few distinct feature rows (the pattern itself, and the first layers on real
-//! matrices) are kept *memoized* — one row per distinct receptive field — and convolved
-//! once per row (`ops/memo.rs`); the others run a tiled gather–GEMM (`ops/kernel.rs`).
+//! patterns.
+//!
+//! # Structure
+//!
+//! Building a graph has three stages: `validate` checks the spec and types every node through
+//! the registry of node types in `ops/` (one file and one registration line per type, each
+//! an op behind the `Stencil` or `DenseOp` trait); `passes` rewrites the typed graph (ReLU
+//! fusion); `plan` fixes the order of the steps, which step is the last reader of each value,
+//! and the band size. Running it is the `exec` module: the pattern streams through the whole
+//! layer stack in bands of rows, and each stencil step (`step`) computes the output rows that
+//! have become final, keeping of every value only the rows later bands still read (`window`).
+//! Points whose receptive fields repeat share one output row (`jobs`, merged band-wide in
+//! `band`); keys of the pattern itself are neighbour masks read from bitmaps (`masks`). Pooled
+//! sums use a fixed tree over the rows (`tree_sum`), and all memory is charged against a
+//! budget, with released feature tables kept in a capped pool (`memory`). `coords` holds the
+//! row-bucketed coordinates and their strided images, `rulebook` finds neighbours. The
+//! numeric kernels (conv micro-kernel, lane-wise row operations) are in [`crate::simd`],
+//! one version per [`SimdLevel`](crate::SimdLevel), chosen once per run.
+//!
+//! Results are bit-identical for any thread count, band size and SIMD level (see
+//! [`FeaturizerGraph`]'s `# Determinism`).
 //!
 //! # Example
 //!

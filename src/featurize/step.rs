@@ -203,7 +203,6 @@ impl<'m> Run<'_, 'm> {
         let plan = self.plan;
         let step = &plan.stencils[si];
         let (op, node) = (step.op.as_ref(), step.name.as_str());
-        let reach = op.reach();
         let c = op.cout();
         let started = Instant::now();
         let (mut table, charge) = self.new_table(node, &halo, out, out.len())?;
@@ -221,11 +220,12 @@ impl<'m> Run<'_, 'm> {
             .par_iter()
             .zip(slices)
             .map(|(rows, dst)| {
-                let ph = task_jobs(x, out, rows.clone(), &reach.geom, None, false);
-                op.compute(&ph.unique, x, None, dst, k);
-                let sums =
-                    pooled.then(|| task_sums(out, rows.clone(), dst, &ph.point_job, c, t_y, k));
-                (ph.unique.point_pairs(), sums)
+                let pairs = op.compute_direct(x, out, rows.clone(), dst, k);
+                let sums = pooled.then(|| {
+                    let ids: Vec<u32> = (0..dst.len() / c.max(1)).map(|i| i as u32).collect();
+                    task_sums(out, rows.clone(), dst, &ids, c, t_y, k)
+                });
+                (pairs, sums)
             })
             .collect();
         let pairs: u64 = parts.iter().map(|p| p.0).sum();
@@ -297,8 +297,16 @@ impl<'m> Run<'_, 'm> {
             .mem
             .charge(band.bytes(), node, "the neighbour pairs of a band")?;
         let keyed_rows = (band.rows - unique_rows) as u64;
-        // Stop looking keys up in this layer for a while when they hardly repeat.
-        if keyed_points >= 4096 && 10 * keyed_rows > 9 * keyed_points {
+        // Stop looking keys up in this layer for a while when the rows they save cost less
+        // than the lookups: about 40 ns per point against the row's multiply-adds at about
+        // 32 per ns (a stencil without products needs 90 % of its keys to repeat).
+        let macs_per_row = (op.macs_per_pair() * pairs) as f64 / out.len().max(1) as f64;
+        let needed = if macs_per_row > 0.0 {
+            (40.0 * 32.0 / macs_per_row).min(0.9)
+        } else {
+            0.1
+        };
+        if keyed_points >= 4096 && keyed_rows as f64 > (1.0 - needed) * keyed_points as f64 {
             self.share[si] = -8;
         }
         self.count(si, op, band.rows, pairs);

@@ -117,7 +117,9 @@ pub(crate) fn gemm_avx512(mut a: GemmArgs<'_>) {
     unsafe { x86::gemm_avx512(&mut a, cin) }
 }
 
+// Register blocking indexes accumulator arrays by row and vector: index loops read best.
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::needless_range_loop)]
 mod x86 {
     use std::arch::x86_64::*;
 

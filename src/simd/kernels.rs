@@ -117,7 +117,7 @@ mod tests {
                     let xs: Vec<&[f32]> = rows[..m].iter().map(|r| r.as_slice()).collect();
                     // Rows in reverse order with a gap, every other one fresh.
                     let offs: Vec<usize> = (0..m)
-                        .map(|r| (12 - r) * cout | if r % 2 == 1 { FRESH } else { 0 })
+                        .map(|r| ((12 - r) * cout) | if r % 2 == 1 { FRESH } else { 0 })
                         .collect();
                     (k.gemm)(GemmArgs {
                         xs: &xs,
@@ -136,11 +136,11 @@ mod tests {
                 }
                 // And the arithmetic is the documented one (checked on the scalar result).
                 let want = want.expect("scalar level always runs");
-                for r in 0..m {
+                for (r, row) in rows.iter().enumerate().take(m) {
                     for j in 0..cout {
                         let mut acc = 0.0f32;
-                        for ci in 0..cin {
-                            acc = rows[r][ci].mul_add(w[ci * cout + j], acc);
+                        for (ci, &x) in row.iter().enumerate() {
+                            acc = x.mul_add(w[ci * cout + j], acc);
                         }
                         let o = (12 - r) * cout + j;
                         let v = if r % 2 == 1 { acc } else { init[o] + acc };

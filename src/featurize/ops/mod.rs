@@ -29,7 +29,10 @@ use std::sync::OnceLock;
 
 pub(crate) use build::{out_stride, window_attrs, BuildCtx, Built};
 
-use super::jobs::TaskJobs;
+use std::ops::Range;
+
+use super::coords::Coords;
+use super::jobs::{task_jobs, TaskJobs};
 use super::rulebook::Geometry;
 use super::window::Window;
 use crate::error::Result;
@@ -172,6 +175,20 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
         out: &mut [f32],
         k: &Kernels,
     );
+    /// Computes one row per output point of the output rows `rows` of `out` into `dst`
+    /// (`[points, cout]`, point order), every receptive field treated as distinct, exactly
+    /// as [`compute`](Self::compute) would; returns the number of neighbour pairs. The input
+    /// must not be constant.
+    fn compute_direct(
+        &self,
+        input: &Window<'_>,
+        out: &Coords,
+        rows: Range<usize>,
+        dst: &mut [f32],
+        k: &Kernels,
+    ) -> u64 {
+        direct_by_jobs(self, input, out, rows, dst, k)
+    }
 }
 
 /// Products of a band step's shared input rows for every κ (see [`Stencil::row_products`]).
@@ -194,6 +211,20 @@ impl RowProducts {
             r => Some(&self.table[(kappa as usize * self.rows + r as usize) * cout..][..cout]),
         }
     }
+}
+
+/// Default [`Stencil::compute_direct`]: one unique job per point, then [`Stencil::compute`].
+fn direct_by_jobs<S: Stencil + ?Sized>(
+    s: &S,
+    input: &Window<'_>,
+    out: &Coords,
+    rows: Range<usize>,
+    dst: &mut [f32],
+    k: &Kernels,
+) -> u64 {
+    let ph = task_jobs(input, out, rows, &s.reach().geom, None, false);
+    s.compute(&ph.unique, input, None, dst, k);
+    ph.unique.point_pairs()
 }
 
 /// A dense → dense node, run once after all row bands.

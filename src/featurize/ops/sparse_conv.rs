@@ -24,8 +24,12 @@ use super::{
     out_stride, window_attrs, BuildCtx, Built, Op, Reach, RowProducts, Stencil, ValueType,
 };
 use crate::error::Result;
+use std::ops::Range;
+
+use crate::featurize::coords::Coords;
 use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
+use crate::featurize::rulebook::Neighbours;
 use crate::featurize::window::Window;
 use crate::simd::conv::{GemmArgs, FRESH};
 use crate::simd::kernels::Kernels;
@@ -154,7 +158,7 @@ impl Stencil for SparseConv {
                     .zip(rows.par_chunks(CHUNK))
                     .for_each(|(dst, ids)| {
                         let xs: Vec<&[f32]> = ids.iter().map(|&id| input.row(id)).collect();
-                        let offs: Vec<usize> = (0..ids.len()).map(|r| r * cout | FRESH).collect();
+                        let offs: Vec<usize> = (0..ids.len()).map(|r| (r * cout) | FRESH).collect();
                         (k.gemm)(GemmArgs {
                             xs: &xs,
                             w,
@@ -176,15 +180,10 @@ impl Stencil for SparseConv {
         k: &Kernels,
     ) {
         let cout = self.cout;
-        let volume = self.reach.geom.volume();
         let products = self.shared_products(jobs, input, k);
-        let mut buckets: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); volume];
-        let mut xs: Vec<&[f32]> = Vec::new();
-        let mut offs: Vec<usize> = Vec::new();
-        let tile_n = tile_rows(cout);
-        let mut started = vec![false; tile_n];
-        for (t, tile) in out.chunks_mut(tile_n * cout).enumerate() {
-            let first = t * tile_n;
+        let mut sc = Scratch::new(self.reach.geom.volume(), cout);
+        for (t, tile) in out.chunks_mut(sc.tile_n * cout).enumerate() {
+            let first = t * sc.tile_n;
             let n = tile.len() / cout;
             let pairs = jobs.starts[first] as usize..jobs.starts[first + n] as usize;
             let mut o = 0u32;
@@ -194,66 +193,134 @@ impl Stencil for SparseConv {
                 }
                 let (kappa, id) = jobs.pairs[i];
                 let slot = jobs.slots.get(i).copied().unwrap_or(u32::MAX);
-                buckets[kappa as usize].push((o, id, slot));
+                sc.buckets[kappa as usize].push((o, id, slot));
             }
-            started.fill(false);
-            for (kappa, bucket) in buckets.iter_mut().enumerate() {
-                if bucket.is_empty() {
-                    continue;
+            self.tile(&mut sc, tile, input, shared, &products, k);
+        }
+    }
+
+    fn compute_direct(
+        &self,
+        input: &Window<'_>,
+        out: &Coords,
+        rows: Range<usize>,
+        dst: &mut [f32],
+        k: &Kernels,
+    ) -> u64 {
+        let cout = self.cout;
+        let mut sc = Scratch::new(self.reach.geom.volume(), cout);
+        let mut nb = Neighbours::new(&input.coords, &self.reach.geom);
+        let (mut pairs, mut o, mut first) = (0u64, 0usize, 0usize);
+        let base = out.row_start[rows.start];
+        for ri in rows {
+            nb.start_row(out.rows[ri]);
+            for p in out.row_range(ri) {
+                for &(kappa, q) in nb.point(out.cols[p]) {
+                    let id = input.ids[q as usize];
+                    sc.buckets[kappa as usize].push((o as u32, id, u32::MAX));
+                    pairs += 1;
                 }
-                let w = &self.weights[kappa * self.cin * cout..][..self.cin * cout];
-                xs.clear();
-                offs.clear();
-                for &(o, id, slot) in bucket.iter() {
-                    let dst = o as usize * cout;
-                    let product = match shared {
-                        Some(sp) => sp.get(kappa as u32, id, cout),
-                        None if slot != u32::MAX => Some(&products[slot as usize * cout..][..cout]),
-                        None => None,
-                    };
-                    match product {
-                        Some(p) if started[o as usize] => (k.add)(&mut tile[dst..dst + cout], p),
-                        Some(p) => tile[dst..dst + cout].copy_from_slice(p),
-                        None => {
-                            xs.push(input.row(id));
-                            offs.push(if started[o as usize] {
-                                dst
-                            } else {
-                                dst | FRESH
-                            });
-                        }
-                    }
-                }
-                if !xs.is_empty() {
-                    (k.gemm)(GemmArgs {
-                        xs: &xs,
-                        w,
-                        cout,
-                        dst: tile,
-                        offs: &offs,
-                    });
-                }
-                for &(o, _, _) in bucket.iter() {
-                    started[o as usize] = true;
-                }
-                bucket.clear();
-            }
-            for (row, &s) in tile.chunks_exact_mut(cout).zip(&started) {
-                if !s {
-                    row.fill(0.0); // no neighbour
+                o += 1;
+                if o == sc.tile_n || p + 1 - base == dst.len() / cout {
+                    let tile = &mut dst[first * cout..(first + o) * cout];
+                    self.tile(&mut sc, tile, input, None, &[], k);
+                    first += o;
+                    o = 0;
                 }
             }
-            if let Some(b) = &self.bias {
-                (k.bias)(tile, b);
-            }
-            if self.relu {
-                (k.relu)(tile);
-            }
+        }
+        pairs
+    }
+}
+
+/// Per-task scratch of the conv's tiles: pairs bucketed by κ, the micro-kernel's row lists,
+/// and which tile rows hold a partial sum.
+struct Scratch<'x> {
+    tile_n: usize,
+    buckets: Vec<Vec<(u32, u32, u32)>>,
+    xs: Vec<&'x [f32]>,
+    offs: Vec<usize>,
+    started: Vec<bool>,
+}
+
+impl Scratch<'_> {
+    fn new(volume: usize, cout: usize) -> Self {
+        let tile_n = tile_rows(cout);
+        Self {
+            tile_n,
+            buckets: vec![Vec::new(); volume],
+            xs: Vec::new(),
+            offs: Vec::new(),
+            started: vec![false; tile_n],
         }
     }
 }
 
 impl SparseConv {
+    /// Computes a tile's rows from the pairs in `sc.buckets` (tile row, input row, product
+    /// slot), κ ascending, then bias and ReLU; clears the buckets.
+    fn tile<'x>(
+        &self,
+        sc: &mut Scratch<'x>,
+        tile: &mut [f32],
+        input: &'x Window<'_>,
+        shared: Option<&RowProducts>,
+        products: &[f32],
+        k: &Kernels,
+    ) {
+        let cout = self.cout;
+        sc.started.fill(false);
+        for (kappa, bucket) in sc.buckets.iter_mut().enumerate() {
+            if bucket.is_empty() {
+                continue;
+            }
+            let w = &self.weights[kappa * self.cin * cout..][..self.cin * cout];
+            sc.xs.clear();
+            sc.offs.clear();
+            for &(o, id, slot) in bucket.iter() {
+                let (dst, started) = (o as usize * cout, sc.started[o as usize]);
+                let product = match shared {
+                    Some(sp) => sp.get(kappa as u32, id, cout),
+                    None if slot != u32::MAX => Some(&products[slot as usize * cout..][..cout]),
+                    None => None,
+                };
+                match product {
+                    Some(p) if started => (k.add)(&mut tile[dst..dst + cout], p),
+                    Some(p) => tile[dst..dst + cout].copy_from_slice(p),
+                    None => {
+                        sc.xs.push(input.row(id));
+                        sc.offs.push(if started { dst } else { dst | FRESH });
+                    }
+                }
+            }
+            if !sc.xs.is_empty() {
+                let args = GemmArgs {
+                    xs: &sc.xs,
+                    w,
+                    cout,
+                    dst: tile,
+                    offs: &sc.offs,
+                };
+                (k.gemm)(args);
+            }
+            for &(o, _, _) in bucket.iter() {
+                sc.started[o as usize] = true;
+            }
+            bucket.clear();
+        }
+        for (row, &s) in tile.chunks_exact_mut(cout).zip(&sc.started) {
+            if !s {
+                row.fill(0.0); // no neighbour
+            }
+        }
+        if let Some(b) = &self.bias {
+            (k.bias)(tile, b);
+        }
+        if self.relu {
+            (k.relu)(tile);
+        }
+    }
+
     /// The products `x[id] · W[κ]` of the task's shared pairs (`jobs.hot`, in slot order),
     /// `[slots, cout]`, each computed once.
     fn shared_products(&self, jobs: &TaskJobs, input: &Window<'_>, k: &Kernels) -> Vec<f32> {
@@ -274,7 +341,7 @@ impl SparseConv {
             let xs: Vec<&[f32]> = list.iter().map(|&(id, _)| input.row(id)).collect();
             let offs: Vec<usize> = list
                 .iter()
-                .map(|&(_, slot)| slot as usize * cout | FRESH)
+                .map(|&(_, slot)| (slot as usize * cout) | FRESH)
                 .collect();
             (k.gemm)(GemmArgs {
                 xs: &xs,
