@@ -2,18 +2,15 @@
 //! reference measured in the same run, because the benchmark machine is shared and noisy.
 //!
 //! ```text
-//! cargo bench --bench bench_main -- [featurize] [score]                     # tract
+//! cargo bench --bench bench_main -- [score]                                 # tract
 //! DASHRANK_ORT_LIB=$(bash scripts/ort-lib.sh) cargo bench --bench bench_main \
 //!     --no-default-features --features onnxruntime -- score                  # ONNX Runtime
 //! ```
 //!
 //! (`bash scripts/bench.sh` runs both.) Sections:
 //!
-//! - `featurize`: `Model::conv_features` on each real matrix (2 threads and 1 thread) against
-//!   the numpy reference featurizer (`dashrank_onnx.reference.run_featurizer`) of the same
-//!   bundle, run in a persistent `.venv/bin/python` worker and interleaved matrix by matrix.
-//!   Both sides time the featurizer alone (pattern → pooled conv features); the best of N runs
-//!   is kept on each side.
+//! - `featurize`: moved to its own bench, `cargo bench --bench featurize` (see
+//!   `benches/featurize.rs`); this name now only prints where it went.
 //! - `score`: throughput of `Model::prepare_candidates` (parse + encode + schedule embedder)
 //!   and `CostModel::score_into` (predictor) at several batch sizes, made of the real SpMM
 //!   SuperSchedule lines cycled to the batch size, with `Schema::encode_batch` (parse + encode
@@ -24,9 +21,7 @@
 //! `../shared/data/waco` is absent (`bash scripts/setup.sh` creates the former).
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use dashrank::{Backend, CostModel, CsrPattern, LoadOptions, Model};
@@ -36,39 +31,10 @@ type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 /// Batch sizes of the scoring section (1 shows the fixed per-call cost); overridden by
 /// `DASHRANK_BENCH_BATCHES=1,100,...`.
 const BATCHES: [usize; 4] = [1, 100, 1_000, 20_000];
-/// Runs per featurizer measurement (best kept), Rust side and numpy side.
-const RUST_FEATURIZE_RUNS: usize = 5;
-const REF_FEATURIZE_RUNS: usize = 3;
-/// Time after which a measurement stops adding runs (once it has its minimum).
-const RUST_FEATURIZE_BUDGET: Duration = Duration::from_secs(2);
-const REF_FEATURIZE_BUDGET_S: f64 = 6.0;
 /// Scoring measurements: at least this many runs, at most `SCORE_MAX_RUNS`, within budget.
 const SCORE_MIN_RUNS: usize = 3;
 const SCORE_MAX_RUNS: usize = 200;
 const SCORE_BUDGET: Duration = Duration::from_millis(1500);
-
-/// The numpy reference worker: reads `path\truns\tbudget_s` lines, answers one JSON line each.
-const REFERENCE_WORKER: &str = r#"
-import json, sys, time
-import numpy as np
-from dashrank_onnx.bundle import read_bundle
-from dashrank_onnx.reference import load_csr, run_featurizer
-b = read_bundle(sys.argv[1])
-print(json.dumps({"numpy": np.__version__, "python": sys.version.split()[0]}), flush=True)
-for line in sys.stdin:
-    path, runs, budget = line.rstrip("\n").split("\t")
-    runs, budget = int(runs), float(budget)
-    pat = load_csr(path)
-    times, conv, start = [], None, time.perf_counter()
-    while len(times) < runs:
-        t = time.perf_counter()
-        r, c = pat.coords()
-        conv = run_featurizer(b.featurizer, r, c)
-        times.append(time.perf_counter() - t)
-        if len(times) >= 2 and time.perf_counter() - start > budget:
-            break
-    print(json.dumps({"times": times, "conv": conv[0].astype(float).tolist()}), flush=True)
-"#;
 
 /// Best and median of repeated timings.
 #[derive(Debug, Clone, Copy)]
@@ -195,186 +161,6 @@ fn load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "?".into())
-}
-
-// ---------------------------------------------------------------------------------------
-// Featurizer vs numpy reference
-// ---------------------------------------------------------------------------------------
-
-struct Reference {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Reference {
-    fn start(paths: &Paths) -> BoxResult<(Self, String)> {
-        let python = paths.repo.join(".venv/bin/python");
-        let mut child = Command::new(&python)
-            .arg("-c")
-            .arg(REFERENCE_WORKER)
-            .arg(&paths.model)
-            .current_dir(&paths.repo)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", python.display()))?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        let mut r = Self {
-            child,
-            stdin,
-            stdout,
-        };
-        let hello = r.read_json()?;
-        let versions = format!(
-            "Python {}, numpy {}",
-            hello["python"].as_str().unwrap_or("?"),
-            hello["numpy"].as_str().unwrap_or("?")
-        );
-        Ok((r, versions))
-    }
-
-    fn read_json(&mut self) -> BoxResult<serde_json::Value> {
-        let mut line = String::new();
-        if self.stdout.read_line(&mut line)? == 0 {
-            return Err("numpy reference worker exited early".into());
-        }
-        Ok(serde_json::from_str(&line)?)
-    }
-
-    /// Best time (seconds), run count and conv features of the reference featurizer.
-    fn featurize(&mut self, path: &Path) -> BoxResult<(Stats, Vec<f64>)> {
-        writeln!(
-            self.stdin,
-            "{}\t{REF_FEATURIZE_RUNS}\t{REF_FEATURIZE_BUDGET_S}",
-            path.display()
-        )?;
-        self.stdin.flush()?;
-        let v = self.read_json()?;
-        let times: Vec<f64> = serde_json::from_value(v["times"].clone())?;
-        let conv: Vec<f64> = serde_json::from_value(v["conv"].clone())?;
-        if times.is_empty() {
-            return Err("reference worker returned no timings".into());
-        }
-        Ok((Stats::from_times(times), conv))
-    }
-}
-
-impl Drop for Reference {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn bench_featurize(paths: &Paths, backend: &Backend) -> BoxResult<()> {
-    println!("\n## Featurizer: native Rust vs numpy reference (same run, interleaved)\n");
-    let load = |threads| {
-        Model::load(
-            &paths.model,
-            &LoadOptions {
-                backend: backend.clone(),
-                threads,
-                matrix_cache_capacity: 0,
-                ..LoadOptions::default()
-            },
-        )
-    };
-    let model2 = load(Some(2))?;
-    let model1 = load(Some(1))?;
-    let (mut reference, versions) = match Reference::start(paths) {
-        Ok(r) => r,
-        Err(e) => {
-            println!("skipped: numpy reference unavailable ({e}); run `bash scripts/setup.sh`");
-            return Ok(());
-        }
-    };
-    println!(
-        "reference: dashrank_onnx.reference.run_featurizer ({versions}), best of {REF_FEATURIZE_RUNS} \
-         (2 when a run pass takes > {REF_FEATURIZE_BUDGET_S} s); Rust: Model::conv_features, best of \
-         {RUST_FEATURIZE_RUNS}; both after loading the pattern, featurizer only.\n"
-    );
-    println!(
-        "| matrix | rows | nnz | numpy (ms) | Rust 2 thr (ms) | Rust 1 thr (ms) | speedup 2 thr | speedup 1 thr | max rel diff |"
-    );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let mut ratios2 = Vec::new();
-    let mut ratios1 = Vec::new();
-    let (mut sum_ref, mut sum2, mut sum1) = (0.0, 0.0, 0.0);
-    for path in files_with_ext(&paths.matrices, "csr")? {
-        let pattern = CsrPattern::read_waco_csr(&path)?;
-        let time_rust = |model: &Model| {
-            let mut out = Vec::new();
-            let stats = measure(
-                RUST_FEATURIZE_RUNS,
-                RUST_FEATURIZE_RUNS,
-                RUST_FEATURIZE_BUDGET,
-                || {
-                    out = model.conv_features(&pattern)?;
-                    Ok(())
-                },
-            )?;
-            Ok::<_, Box<dyn std::error::Error>>((stats, out))
-        };
-        let (t2, conv) = time_rust(&model2)?;
-        let (t1, _) = time_rust(&model1)?;
-        let (tr, conv_ref) = reference.featurize(&path)?;
-        let scale = conv_ref.iter().fold(1e-12f64, |m, v| m.max(v.abs()));
-        let diff = conv
-            .iter()
-            .zip(&conv_ref)
-            .map(|(a, b)| (f64::from(*a) - b).abs())
-            .fold(0.0, f64::max)
-            / scale;
-        let (s2, s1) = (tr.min / t2.min, tr.min / t1.min);
-        ratios2.push(s2);
-        ratios1.push(s1);
-        sum_ref += tr.min;
-        sum2 += t2.min;
-        sum1 += t1.min;
-        println!(
-            "| {} | {} | {} | {:.1} | {:.2} | {:.2} | {:.1}× | {:.1}× | {:.1e} |",
-            stem(&path),
-            pattern.nrows(),
-            pattern.nnz(),
-            tr.min * 1e3,
-            t2.min * 1e3,
-            t1.min * 1e3,
-            s2,
-            s1,
-            diff
-        );
-    }
-    let geo = |r: &[f64]| (r.iter().map(|x| x.ln()).sum::<f64>() / r.len() as f64).exp();
-    let minmax = |r: &[f64]| {
-        (
-            r.iter().copied().fold(f64::INFINITY, f64::min),
-            r.iter().copied().fold(0.0, f64::max),
-        )
-    };
-    println!(
-        "| **total** | | | {:.1} | {:.2} | {:.2} | {:.1}× | {:.1}× | |",
-        sum_ref * 1e3,
-        sum2 * 1e3,
-        sum1 * 1e3,
-        sum_ref / sum2,
-        sum_ref / sum1
-    );
-    let (lo2, hi2) = minmax(&ratios2);
-    let (lo1, hi1) = minmax(&ratios1);
-    println!(
-        "\nspeedup over numpy, geometric mean over {} matrices: {:.1}× with 2 threads (range {:.1}–{:.1}×), \
-         {:.1}× with 1 thread (range {:.1}–{:.1}×)",
-        ratios2.len(),
-        geo(&ratios2),
-        lo2,
-        hi2,
-        geo(&ratios1),
-        lo1,
-        hi1
-    );
-    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------
@@ -660,8 +446,8 @@ fn main() -> BoxResult<()> {
     let started = Instant::now();
     println!("# dashrank bench_main (backend {})\n", backend.name());
     println!("machine: {}", machine_line());
-    if wants("featurize") {
-        bench_featurize(&paths, &backend)?;
+    if sections.iter().any(|a| a == "featurize") {
+        println!("\nthe featurizer benchmark is its own bench: `cargo bench --bench featurize`");
     }
     if wants("score") {
         bench_score(&paths, &backend)?;

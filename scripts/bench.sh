@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Benchmarks (numbers in BENCHMARKS.md): the native featurizer against the numpy reference,
-# and scoring throughput on tract and on ONNX Runtime. ort picks its backend once per process,
+# Benchmarks (numbers in BENCHMARKS.md): the native featurizer (real matrices, generated corpus,
+# full-size COGNATE) against numpy, and scoring throughput on tract and on ONNX Runtime. ort picks its backend once per process,
 # so each backend is its own bench binary. Both are built first so that their scoring runs are
 # back to back (the tract/onnxruntime ratio compares two processes). Extra arguments are passed
 # to the tract run (section names: featurize, score). Output is also kept in target/bench/.
@@ -14,6 +14,12 @@ rm -f target/bench/score-tract.tsv target/bench/score-onnxruntime.tsv
 echo "== building benches (tract, onnxruntime)"
 cargo bench --quiet --bench bench_main --no-run
 cargo bench --quiet --bench bench_main --no-default-features --features onnxruntime --no-run
+
+echo "== featurizer: corpus and full-size COGNATE bundle (generated once, under target/ and models/)"
+.venv/bin/python -m dashrank_onnx.corpus
+[ -f models/cognate-full/featurizer.onnx ] || \
+  .venv/bin/python -m dashrank_onnx.cognate --full-size --out models/cognate-full
+cargo bench --quiet --bench featurize | tee target/bench/featurize.log
 
 echo "== tract backend"
 cargo bench --quiet --bench bench_main -- "$@" | tee target/bench/tract.log
