@@ -194,13 +194,18 @@ fn out_of_vocabulary_schedules_fail_alone() {
 }
 
 #[test]
-fn backend_mismatch_in_one_process_is_an_error() {
+fn an_unavailable_ort_backend_is_an_error() {
+    // The model under test loads; asking for an ort backend this build lacks, or for a
+    // second ort backend in the same process, fails with BackendUnavailable.
     let _model = load(&fixture("tiny-waco-spmm"));
+    let missing_ort = dashrank::Backend::OnnxRuntime {
+        library: "/nonexistent/libonnxruntime.so".into(),
+    };
     let other = match backend() {
-        dashrank::Backend::Tract => dashrank::Backend::OnnxRuntime {
-            library: "/nonexistent/libonnxruntime.so".into(),
-        },
+        dashrank::Backend::Tract => missing_ort,
         dashrank::Backend::OnnxRuntime { .. } => dashrank::Backend::Tract,
+        dashrank::Backend::Native if cfg!(feature = "tract") => missing_ort,
+        dashrank::Backend::Native => dashrank::Backend::Tract,
     };
     let options = dashrank::LoadOptions {
         backend: other,

@@ -221,6 +221,17 @@ pub struct HeadInfo {
     pub schedule_embedding_dim: usize,
 }
 
+/// Which engine runs one dense graph of a bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphEngine {
+    /// The bundle file of the graph.
+    pub file: String,
+    /// `native`, `tract` or `onnxruntime`.
+    pub engine: String,
+    /// Why the native engine does not run it, when it runs on a fallback.
+    pub note: Option<String>,
+}
+
 /// Facts about a loaded model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelInfo {
@@ -238,8 +249,11 @@ pub struct ModelInfo {
     pub shape_normalization: ShapeNormalization,
     /// Heads, sorted by name.
     pub heads: Vec<HeadInfo>,
-    /// Which executor runs the dense graphs.
+    /// The backend asked for ([`Backend::name`](crate::Backend::name)).
     pub backend: String,
+    /// The engine of every dense graph, in load order (matrix embedder, then per head its
+    /// schedule embedder and predictor).
+    pub engines: Vec<GraphEngine>,
     /// Instruction-set level of the native kernels.
     pub simd: crate::simd::SimdLevel,
     /// Stable hash of the bundle files' bytes (used to key caches).

@@ -9,10 +9,8 @@
 //! configuration always reported ([`Model::prepare_space`], [`Model::top_k_with_default`])
 //! and tuned with a measure callback ([`Model::tune`]); see [`SpaceCandidates`].
 
-use ndarray::Array2;
-
 use crate::error::{Error, Result};
-use crate::model::{MatrixEmbedding, Model, ModelInfo};
+use crate::model::{MatrixEmbedding, Model, ModelInfo, Prepared};
 use crate::pattern::CsrPattern;
 
 mod measure;
@@ -48,11 +46,13 @@ impl CandidateStatus {
 pub struct CandidateSet {
     head: usize,
     head_name: String,
+    /// The model instance that prepared the set.
+    model_instance: u64,
     statuses: Vec<CandidateStatus>,
     /// Positions (in the caller's list) of the valid candidates, ascending.
     valid: Vec<usize>,
-    /// Schedule embeddings of the valid candidates, one row each.
-    embeddings: Array2<f32>,
+    /// The schedule side of the valid candidates, one row each (see [`Prepared`]).
+    prepared: Prepared,
     /// Measured runtimes given on the lines (`= ms`), if any.
     measured_ms: Vec<Option<f64>>,
 }
@@ -88,10 +88,9 @@ impl CandidateSet {
         &self.measured_ms
     }
 
-    /// Schedule embedding of candidate `index`, if it is valid.
-    pub fn schedule_embedding(&self, index: usize) -> Option<Vec<f32>> {
-        let row = self.valid.binary_search(&index).ok()?;
-        Some(self.embeddings.row(row).to_vec())
+    /// Bytes held by the prepared schedule side (the dominant cost of a large set).
+    pub fn prepared_bytes(&self) -> usize {
+        self.prepared.bytes()
     }
 }
 
@@ -153,10 +152,8 @@ impl CostModel for Model {
         let h = self.head_at(head_index);
         let batch = h.schema.encode_batch(lines);
         let width = h.schema.encoded_width();
-        let rows = Array2::from_shape_vec((batch.index.len(), width), batch.rows).map_err(|e| {
-            Error::invalid_argument(format!("encoded batch has the wrong size: {e}"))
-        })?;
-        let embeddings = self.embed_schedule_rows(h, rows.view())?;
+        debug_assert_eq!(batch.rows.len(), batch.index.len() * width);
+        let prepared = self.prepare_rows(h, &batch.rows, batch.index.len())?;
         let statuses = batch
             .statuses
             .into_iter()
@@ -168,9 +165,10 @@ impl CostModel for Model {
         Ok(CandidateSet {
             head: head_index,
             head_name: head.to_string(),
+            model_instance: self.instance(),
             statuses,
             valid: batch.index,
-            embeddings,
+            prepared,
             measured_ms: batch.measured_ms,
         })
     }
@@ -188,25 +186,20 @@ impl CostModel for Model {
                 candidates.len()
             )));
         }
-        if matrix.model_hash() != self.info().content_hash {
+        if matrix.model_instance() != self.instance() {
             return Err(Error::invalid_argument(
-                "matrix embedding was computed by a different model",
+                "matrix embedding was computed by a different model instance (embed the matrix with this model)",
             ));
         }
-        let head = self.head_at(candidates.head);
-        if head.info.name != candidates.head_name {
+        if candidates.model_instance != self.instance() {
             return Err(Error::invalid_argument(format!(
-                "candidate set was prepared for head '{}' of a different model",
+                "candidate set for head '{}' was prepared by a different model instance",
                 candidates.head_name
             )));
         }
+        let head = self.head_at(candidates.head);
         let mut valid_scores = vec![0.0f32; candidates.valid.len()];
-        self.predict_into(
-            head,
-            matrix,
-            candidates.embeddings.view(),
-            &mut valid_scores,
-        )?;
+        self.score_prepared(head, matrix, &candidates.prepared, &mut valid_scores)?;
         out.fill(f32::NAN);
         for (&i, &s) in candidates.valid.iter().zip(&valid_scores) {
             out[i] = s;
