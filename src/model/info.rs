@@ -200,6 +200,20 @@ impl ShapeNormalization {
     }
 }
 
+/// The arithmetic of a head on the native engine, counted from its compiled program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HeadCost {
+    /// Multiply-adds per candidate at preparation (`CostModel::prepare_candidates`), table
+    /// rows counted as one add per value.
+    pub prepare_macs: usize,
+    /// Multiply-adds per matrix (the matrix half of the folded predictor).
+    pub matrix_macs: usize,
+    /// Multiply-adds per (matrix, candidate) pair when scoring.
+    pub score_macs: usize,
+    /// Floats stored per prepared candidate.
+    pub stored_floats: usize,
+}
+
 /// Facts about one head (a schedule embedder + predictor pair).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeadInfo {
@@ -219,6 +233,8 @@ pub struct HeadInfo {
     pub schedule_width: usize,
     /// Width of the schedule embedding.
     pub schedule_embedding_dim: usize,
+    /// The head's arithmetic when it runs on the native engine (`None` on `ort`).
+    pub cost: Option<HeadCost>,
 }
 
 /// Which engine runs one dense graph of a bundle.

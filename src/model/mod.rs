@@ -33,8 +33,8 @@ pub use cache::MatrixEmbedding;
 pub use executor::Backend;
 use executor::DenseGraph;
 pub use info::{
-    GraphEngine, HeadInfo, Kernel, ModelInfo, ScorePolarity, ShapeFeature, ShapeNormalization,
-    Target, MAX_FORMAT_VERSION, MIN_FORMAT_VERSION,
+    GraphEngine, HeadCost, HeadInfo, Kernel, ModelInfo, ScorePolarity, ShapeFeature,
+    ShapeNormalization, Target, MAX_FORMAT_VERSION, MIN_FORMAT_VERSION,
 };
 use native::{Exec, NativeHead, NativeMatrixEmbedder};
 pub(crate) use run::Prepared;
@@ -321,9 +321,14 @@ impl Model {
                     schedule_embedder, ..
                 } => probe_width(schedule_embedder.as_ref(), schema.encoded_width())?,
             };
+            let cost = match &exec {
+                HeadExec::Native(h) => Some(h.cost()),
+                HeadExec::Ort { .. } => None,
+            };
             heads.push(Head {
                 info: HeadInfo {
                     schedule_embedding_dim,
+                    cost,
                     ..info
                 },
                 schema,
@@ -460,6 +465,7 @@ fn head_info(name: &str, se: &BundleFile, pr: &BundleFile) -> Result<(HeadInfo, 
         schema_name: schema.name().to_string(),
         schedule_width: width,
         schedule_embedding_dim: 0,
+        cost: None,
     };
     Ok((info, schema))
 }

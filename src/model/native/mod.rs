@@ -251,6 +251,29 @@ impl NativeHead {
         }))
     }
 
+    /// The program's arithmetic.
+    pub(crate) fn cost(&self) -> crate::model::HeadCost {
+        let mut cost = crate::model::HeadCost {
+            stored_floats: self.head.export_stride(),
+            ..Default::default()
+        };
+        for ins in &self.head.instrs {
+            let width = self.head.bufs[ins.out].width;
+            let mut macs: usize = ins.terms.iter().map(|(_, w)| w.k * width).sum();
+            macs += match &ins.init {
+                program::Init::Fields { tables, .. } => tables.adds() * width,
+                program::Init::Sum { v: Some(_), .. } => width,
+                _ => 0,
+            };
+            match ins.stage {
+                Stage::Candidate => cost.prepare_macs += macs,
+                Stage::Matrix => cost.matrix_macs += macs,
+                Stage::Score => cost.score_macs += macs,
+            }
+        }
+        cost
+    }
+
     /// Width of the schedule embedding.
     pub(crate) fn embedding_width(&self) -> usize {
         self.embedding_width

@@ -158,6 +158,17 @@ impl FieldTables {
         Ok(FieldTables { stride, fields })
     }
 
+    /// Row additions per candidate (one per choice or integer field, `n` per permutation).
+    pub(crate) fn adds(&self) -> usize {
+        self.fields
+            .iter()
+            .map(|f| match f {
+                FieldTable::Permutation { n, .. } => *n,
+                _ => 1,
+            })
+            .sum()
+    }
+
     /// Adds the contributions of one encoded row `x` to `out` (`stride` values).
     pub(crate) fn add_row(&self, level: SimdLevel, x: &[f32], out: &mut [f32]) {
         let s = self.stride;
