@@ -164,6 +164,45 @@ impl AnyConfig {
         }
     }
 
+    /// The configuration in its toolchain's own input form, ready to hand to the toolchain:
+    ///
+    /// | target | form | example |
+    /// |---|---|---|
+    /// | TACO | OpenMP settings, the `-f=` format of the split `A`, and `-s=` scheduling commands ([`TacoSchedule`](super::TacoSchedule)) | `OMP_NUM_THREADS=48 OMP_SCHEDULE=dynamic,16 -f=A:ssds:2,3,0,1 -s=split(i,i1,i0,16) … -s=reorder(…) -s=parallelize(i1,CPUThread,NoRaces)` |
+    /// | SPADE | the papers' CSV row with `name` in the first column ([`SpadeRow`](super::SpadeRow)) | `m, 4, 1024, 32, 0, 0, 0` |
+    /// | SparseTIR | the JSON configuration ([`GpuConfig::to_json`]) | `{"kernel":"spmm","row_tile":8,…}` |
+    ///
+    /// `name` is used by SPADE only (the matrix name column).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Schedule`](crate::ErrorKind::Schedule) when a TACO SuperSchedule fails its
+    /// structural checks (an enumerated configuration never does).
+    ///
+    /// # Example
+    /// ```
+    /// use dashrank::schedule::space::{AnyConfig, SpadeConfig, SuperSchedule};
+    /// use dashrank::Kernel;
+    /// let line = "16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 16";
+    /// let taco = AnyConfig::Taco(SuperSchedule::parse(Kernel::SpMM, line)?);
+    /// assert!(taco.render("m")?.contains("-s=reorder(k1,k0,i1,i0,j1,j0)"));
+    /// let spade = AnyConfig::Spade(SpadeConfig::from_tokens(&["4", "1024", "32", "0", "0", "0"])?);
+    /// assert_eq!(spade.render("144")?, "144, 4, 1024, 32, 0, 0, 0");
+    /// # Ok::<(), dashrank::Error>(())
+    /// ```
+    pub fn render(&self, name: &str) -> Result<String> {
+        Ok(match self {
+            AnyConfig::Taco(c) => super::TacoSchedule::from_superschedule(c)?.to_string(),
+            AnyConfig::Spade(c) => super::SpadeRow {
+                name: name.to_owned(),
+                config: *c,
+                time: None,
+            }
+            .to_csv(),
+            AnyConfig::SparseTir(c) => c.to_json(),
+        })
+    }
+
     /// The toolchain's own line ([`LineForm::Native`]).
     pub fn native_line(&self) -> String {
         match self {

@@ -491,3 +491,46 @@ fn line_form_follows_the_schema() {
     assert_eq!("unified".parse::<LineForm>().unwrap(), LineForm::Unified);
     assert!("mapped".parse::<LineForm>().is_err());
 }
+
+#[test]
+fn any_config_renders_in_each_toolchains_form() {
+    let s = SuperSchedule::parse(Kernel::SpMM, SPMM_LINE).unwrap();
+    let text = AnyConfig::Taco(s.clone()).render("ignored").unwrap();
+    assert_eq!(
+        text,
+        TacoSchedule::from_superschedule(&s).unwrap().to_string()
+    );
+    assert!(text.starts_with("OMP_NUM_THREADS=48 OMP_SCHEDULE=dynamic,16 -f=A:ssds:2,3,0,1 "));
+    assert_eq!(
+        TacoSchedule::parse(Kernel::SpMM, &text)
+            .unwrap()
+            .to_superschedule()
+            .unwrap(),
+        s
+    );
+    // A hand-built SuperSchedule that WACO cannot run is an error, not a wrong text.
+    let mut bad = s.clone();
+    bad.splits[0] = 3;
+    assert!(AnyConfig::Taco(bad).render("m").is_err());
+
+    // The SPADE default for a 5000-column matrix, as the papers' CSV row.
+    let space = AnySpace::from_name("spade-spmm", &SpaceOptions::default()).unwrap();
+    let d = space.default_config(&shape(10, 5000));
+    let row = d.render("cage4").unwrap();
+    assert_eq!(row, "cage4, 32, 5000, 32, 0, 0, 0");
+    assert_eq!(
+        AnyConfig::Spade(SpadeRow::parse_csv(&row).unwrap().config),
+        d
+    );
+
+    // SparseTIR: JSON that reads back to the same configuration.
+    let space = AnySpace::from_name("sparsetir-sddmm", &SpaceOptions::default()).unwrap();
+    for c in space.enumerate(&shape(10, 10)).into_iter().take(20) {
+        let AnyConfig::SparseTir(g) = &c else {
+            panic!("{c:?}")
+        };
+        let json = c.render("m").unwrap();
+        assert_eq!(GpuConfig::from_json(&json).unwrap(), *g);
+        assert!(json.starts_with("{\"kernel\":\"sddmm\""), "{json}");
+    }
+}
