@@ -9,7 +9,7 @@
 //! `../shared` when present, else a synthetic banded matrix.
 
 use dashrank::schedule::space::{
-    CpuKernel, Kernel, Mapped, MatrixShape, SpadeSpace, SparseTirSpace, TacoSpace,
+    Kernel, Mapped, MatrixShape, SpadeSpace, SparseTirSpace, TacoSpace,
 };
 use dashrank::{CostModel, CsrPattern, LoadOptions, Model};
 
@@ -41,19 +41,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // TACO (CPU): WACO SuperSchedules, mapped to COGNATE's unified form for this model.
     // (A WACO bundle's `cpu-taco/*` head takes `TacoSpace` lines directly.)
-    let mut taco = TacoSpace::waco(CpuKernel::SpMM);
+    let mut taco = TacoSpace::waco(Kernel::SpMM);
     taco.splits = taco.splits.iter().map(|_| vec![1, 4, 16]).collect();
     taco.chunks = vec![16, 64];
     let cpu = model.prepare_space("cpu-taco/spmm", &Mapped(taco), &shape)?;
     // SparseTIR (GPU): the 288 SpMM configurations for feature size 64.
     let gpu = model.prepare_space(
         "gpu-sparsetir/spmm",
-        &Mapped(SparseTirSpace::new(Kernel::SpMM, 64)),
+        &Mapped(SparseTirSpace::new(Kernel::SpMM, 64)?),
         &shape,
     )?;
     // SPADE: the 256 configurations with NUM_MATRIX_COLS = this matrix's columns.
-    let spade =
-        model.prepare_space("spade/spmm", &Mapped(SpadeSpace::new(Kernel::SpMM)), &shape)?;
+    let spade = model.prepare_space(
+        "spade/spmm",
+        &Mapped(SpadeSpace::new(Kernel::SpMM)?),
+        &shape,
+    )?;
 
     println!(
         "matrix {} x {}, {} nonzeros; model {} ({})",

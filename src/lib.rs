@@ -18,6 +18,7 @@ pub mod schedule;
 pub mod simd;
 #[cfg(feature = "tvm")]
 mod tvm;
+pub mod vocab;
 
 pub use model::{Backend, LoadOptions, Model, ModelInfo};
 pub use pattern::CsrPattern;
@@ -26,5 +27,6 @@ pub use rank::{
     TuneResult,
 };
 pub use simd::SimdLevel;
+pub use vocab::{Kernel, Target};
 
 pub use error::{Error, ErrorKind, Result};

@@ -142,6 +142,7 @@ fn status_codes_are_stable_and_rendered() {
         (dashrank_status::UnsupportedVersion, 201),
         (dashrank_status::UnknownHead, 202),
         (dashrank_status::Schedule, 300),
+        (dashrank_status::UnsupportedKernel, 301),
         (dashrank_status::Executor, 400),
         (dashrank_status::BackendUnavailable, 401),
         (dashrank_status::Featurizer, 402),

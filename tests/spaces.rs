@@ -16,7 +16,7 @@ use std::time::Instant;
 use common::*;
 use dashrank::rank::SpaceCandidateStatus;
 use dashrank::schedule::space::{
-    CpuKernel, Kernel, Mapped, MatrixShape, ScheduleSpace, SpadeSpace, SparseTirSpace, TacoSpace,
+    Kernel, Mapped, MatrixShape, ScheduleSpace, SpadeSpace, SparseTirSpace, TacoSpace,
 };
 use dashrank::{CostModel, CsrPattern, ErrorKind, Model, SpaceCache};
 
@@ -48,7 +48,7 @@ fn matrix(name: &str) -> Option<CsrPattern> {
 /// A WACO-style CPU SpMM subset: 3·3·3 splits × allowed orders × 16 formats × 2 chunks. The
 /// chunks leave out the default's 32, so the default is injected (appended).
 fn taco_subset() -> TacoSpace {
-    let mut space = TacoSpace::waco(CpuKernel::SpMM);
+    let mut space = TacoSpace::waco(Kernel::SpMM);
     space.splits = vec![vec![1, 4, 32], vec![1, 8, 32], vec![1, 16, 128]];
     space.chunks = vec![1, 64];
     space
@@ -252,7 +252,7 @@ fn invalid_candidates_get_statuses() {
     };
     // Split 3 is rejected by the toolchain (not a power of two); chunk 512 is outside the
     // WACO schema's `parchunk` vocabulary.
-    let mut space = TacoSpace::waco(CpuKernel::SpMM);
+    let mut space = TacoSpace::waco(Kernel::SpMM);
     space.splits = vec![vec![1, 3], vec![1], vec![1, 2]];
     space.chunks = vec![32, 512];
     let shape = MatrixShape::new(1000, 1000, 10_000);
@@ -474,13 +474,13 @@ fn cognate_fixture_ranks_all_three_spaces() {
     rank_unified(
         &model,
         "spade/spmm",
-        &Mapped(SpadeSpace::new(Kernel::SpMM)),
+        &Mapped(SpadeSpace::new(Kernel::SpMM).unwrap()),
         256,
     );
     rank_unified(
         &model,
         "gpu-sparsetir/spmm",
-        &Mapped(SparseTirSpace::new(Kernel::SpMM, 128)),
+        &Mapped(SparseTirSpace::new(Kernel::SpMM, 128).unwrap()),
         288,
     );
     rank_unified(&model, "cpu-taco/spmm", &Mapped(taco_subset()), {
@@ -493,7 +493,7 @@ fn cognate_spade_is_prepared_once_per_column_count() {
     let Some(model) = cognate_fixture() else {
         return;
     };
-    let space = Mapped(SpadeSpace::new(Kernel::SpMM));
+    let space = Mapped(SpadeSpace::new(Kernel::SpMM).unwrap());
     let cache = SpaceCache::default();
     for cols in [5000, 7000, 5000] {
         model
@@ -517,7 +517,7 @@ fn exhaustive_waco_spmm_space_timing() {
     else {
         return;
     };
-    let space = TacoSpace::waco(CpuKernel::SpMM);
+    let space = TacoSpace::waco(Kernel::SpMM);
     let shape = MatrixShape::from(&a);
 
     let t = Instant::now();

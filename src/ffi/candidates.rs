@@ -48,19 +48,6 @@ pub unsafe extern "C" fn dashrank_candidates_prepare(
             .enumerate()
             .map(|(i, &p)| unsafe { try_str(p, &format!("lines[{i}]")) })
             .collect::<Result<Vec<&str>, Failure>>()?;
-        if m.model.info().head(head).is_none() {
-            let names: Vec<&str> = m
-                .model
-                .info()
-                .heads
-                .iter()
-                .map(|h| h.name.as_str())
-                .collect();
-            return Err(Failure::new(
-                dashrank_status::UnknownHead,
-                format!("model has no head '{head}' (heads: {})", names.join(", ")),
-            ));
-        }
         let set = m.model.prepare_candidates(head, &texts)?;
         *out = Box::into_raw(Box::new(dashrank_candidates { set }));
         Ok(())

@@ -393,26 +393,13 @@ impl Model {
         Ok(&self.head(head)?.schema)
     }
 
+    /// The head `name` ([`ModelInfo::head_index`]: `info.heads` and `heads` share one order).
     pub(crate) fn head(&self, name: &str) -> Result<&Head> {
-        self.heads.get(self.head_index(name)?).ok_or_else(|| {
-            Error::invalid_argument(format!("model has no head '{name}' (internal error)"))
-        })
+        Ok(self.head_at(self.head_index(name)?))
     }
 
     pub(crate) fn head_index(&self, name: &str) -> Result<usize> {
-        self.heads
-            .iter()
-            .position(|h| h.info.name == name)
-            .ok_or_else(|| {
-                Error::invalid_argument(format!(
-                    "model has no head '{name}' (heads: {})",
-                    self.heads
-                        .iter()
-                        .map(|h| h.info.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })
+        self.info.head_index(name)
     }
 
     pub(crate) fn head_at(&self, index: usize) -> &Head {
@@ -429,8 +416,11 @@ impl Model {
 fn head_info(name: &str, se: &BundleFile, pr: &BundleFile) -> Result<(HeadInfo, Schema)> {
     se.expect_io(&["schedule"], &["schedule_embedding"])?;
     pr.expect_io(&["matrix_embedding", "schedule_embedding"], &["score"])?;
-    let kernel = se.require("dashrank.kernel")?.parse::<Kernel>()?;
-    let target = se.require("dashrank.target")?.parse::<Target>()?;
+    let meta = |g: &BundleFile, key: &str| format!("{}: {key}", g.origin);
+    let kernel: Kernel =
+        info::parse_metadata(&meta(se, "dashrank.kernel"), se.require("dashrank.kernel")?)?;
+    let target: Target =
+        info::parse_metadata(&meta(se, "dashrank.target"), se.require("dashrank.target")?)?;
     for (key, value) in [
         ("dashrank.kernel", kernel.as_str()),
         ("dashrank.target", target.as_str()),
@@ -443,9 +433,10 @@ fn head_info(name: &str, se: &BundleFile, pr: &BundleFile) -> Result<(HeadInfo, 
             ));
         }
     }
-    let polarity = pr
-        .require("dashrank.score_polarity")?
-        .parse::<ScorePolarity>()?;
+    let polarity: ScorePolarity = info::parse_metadata(
+        &meta(pr, "dashrank.score_polarity"),
+        pr.require("dashrank.score_polarity")?,
+    )?;
     let schema = Schema::from_json(se.require("dashrank.schedule_schema")?)?;
     let width = schema.encoded_width();
     if let Some(d) = se.last_dim("schedule") {

@@ -328,7 +328,7 @@ impl Model {
     ///
     /// # Errors
     ///
-    /// Unknown head ([`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)) or an
+    /// Unknown head ([`ErrorKind::UnknownHead`](crate::ErrorKind::UnknownHead)) or an
     /// executor failure.
     pub fn prepare_space<S: ScheduleSpace>(
         &self,

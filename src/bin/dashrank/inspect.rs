@@ -31,7 +31,7 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
         None => info.heads.iter().map(|h| h.name.clone()).collect(),
     };
     for name in &heads {
-        let h = info.head(name).context("head vanished")?;
+        let h = info.head(name)?;
         writeln!(
             out,
             "head {}: kernel {}, target {}, {}, schema '{}' ({} columns), schedule embedding {}",

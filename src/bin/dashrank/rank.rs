@@ -21,7 +21,7 @@ pub fn run(args: &RankArgs) -> Result<()> {
     let head = pick_head(&model, args.model.head.as_deref())?;
     let set = model.prepare_candidates(&head, &lines)?;
     let info = model.info();
-    let polarity = info.head(&head).context("head vanished")?.polarity;
+    let polarity = info.head(&head)?.polarity;
     let mut out = std::io::stdout().lock();
     let mut reports = Vec::new();
     for path in &args.matrix {

@@ -47,7 +47,7 @@
 //!   `j'` inserted after `j`; `I = row_tile`, `J = 1` (`j' = 1`), `K = thread_x · coarsen`.
 //!   Heterogeneous: thread_x, coarsen, group, bind_k1, unroll.
 
-use super::{space_error, ColumnPanels, CpuKernel};
+use super::{space_error, ColumnPanels};
 use super::{
     GpuConfig, GpuLoopOrder, Kernel, MatrixShape, ScheduleSpace, SpadeConfig, SuperSchedule,
 };
@@ -204,9 +204,9 @@ impl ToUnified for SuperSchedule {
         self.validate()?;
         // WACO axis → unified axis, by role (module docs).
         let role: &[(char, char)] = match self.kernel {
-            CpuKernel::SpMM => &[('i', 'i'), ('k', 'j'), ('j', 'k')],
-            CpuKernel::SDDMM => &[('i', 'i'), ('j', 'j'), ('k', 'k')],
-            CpuKernel::SpMV => {
+            Kernel::SpMM => &[('i', 'i'), ('k', 'j'), ('j', 'k')],
+            Kernel::SDDMM => &[('i', 'i'), ('j', 'j'), ('k', 'k')],
+            Kernel::SpMV => {
                 return Err(space_error(
                     "kernel",
                     "spmv",
@@ -273,6 +273,13 @@ impl ToUnified for GpuConfig {
             }
             (Kernel::SDDMM, GpuLoopOrder::ReductionInner) => {
                 vec!["i1", "i2", "j1", "k1", "k2", "k3"]
+            }
+            (Kernel::SpMV, _) => {
+                return Err(space_error(
+                    "kernel",
+                    self.kernel,
+                    "SparseTIR has no SpMV space",
+                ))
             }
         };
         insert_after(&mut omega, "j1", "j2");

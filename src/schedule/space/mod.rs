@@ -19,12 +19,18 @@
 //! invalid) **per candidate**, and yields the lines to feed to `Model::prepare_candidates`.
 //! [`Mapped`] wraps a space so its lines are COGNATE's unified form instead.
 //!
+//! The registry ([`SPACES`], [`AnySpace`]) names every space by target and kernel
+//! (`taco-spmm`, `spade-sddmm`, `sparsetir-spmm`, …) and gives one type for any of them, with
+//! the line form (native or unified) chosen per head ([`LineForm::for_schema`]). The kernel
+//! and target types are the crate's one vocabulary ([`crate::vocab`]).
+//!
 //! Evidence: `/work/shared/design/seed-digest.md` §1–§2, the COGNATE paper (seed 001, §3.2,
 //! §4 "Program Configuration Search Space", appendix E), DASH (seed 000 §3.3), WACO's public
 //! artifact (`nullplay/Workload-Aware-Co-Optimization`) and SparseTIR's examples
 //! (`uwsampl/SparseTIR` `examples/spmm/bench_spmm_naive.py`, `examples/sddmm/bench_sddmm.py`).
 
 pub mod cognate;
+mod registry;
 pub mod spade;
 pub mod sparsetir;
 pub mod taco;
@@ -35,32 +41,15 @@ mod taco_cmd;
 mod tests;
 
 pub use cognate::{Mapped, ToUnified, Unified};
+pub use registry::{AnyConfig, AnySpace, LineForm, SpaceEntry, SpaceOptions, SPACES};
 pub use spade::{ColumnPanels, SpadeConfig, SpadeRow, SpadeSpace};
 pub use sparsetir::{GpuConfig, GpuLoopOrder, SparseTirSpace};
-pub use taco::{CpuKernel, LevelFormat, SuperSchedule, TacoSpace};
+pub use taco::{LevelFormat, SuperSchedule, TacoSpace};
 pub use taco_cmd::{OutputRaceStrategy, ParallelUnit, SplitFormat, TacoCommand, TacoSchedule};
 
-use crate::error::{Error, Result};
+pub use crate::vocab::{Kernel, Target};
 
-/// A kernel supported by the COGNATE targets (SPADE, SparseTIR).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kernel {
-    /// Sparse × dense matrix multiplication.
-    SpMM,
-    /// Sampled dense-dense matrix multiplication.
-    SDDMM,
-}
-
-impl Kernel {
-    /// Lower-case name (`spmm`, `sddmm`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Kernel::SpMM => "spmm",
-            Kernel::SDDMM => "sddmm",
-        }
-    }
-}
+use crate::error::{Error, ErrorKind, Result};
 
 /// The shape of the input matrix a space is instantiated for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -256,6 +245,15 @@ pub(crate) fn space_error(field: &str, value: impl ToString, reason: impl Into<S
         Some(value.to_string()),
         reason,
     )
+}
+
+/// The error of a space constructor asked for a kernel its target has no space for.
+pub(crate) fn unsupported(target: Target, kernel: Kernel, supported: &[Kernel]) -> Error {
+    Error::new(ErrorKind::UnsupportedKernel {
+        target: target.as_str().to_owned(),
+        kernel: kernel.as_str().to_owned(),
+        supported: supported.iter().map(|k| k.as_str().to_owned()).collect(),
+    })
 }
 
 /// Parses an unsigned integer token for `field`.
