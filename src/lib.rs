@@ -23,7 +23,7 @@ pub mod vocab;
 pub use model::{Backend, LoadOptions, Model, ModelInfo};
 pub use pattern::CsrPattern;
 pub use rank::{
-    CandidateSet, CandidateStatus, CostModel, Ranked, SpaceCache, SpaceCandidates, SpaceTopK,
+    CandidateSet, CandidateStatus, CostModel, PreparedSpace, Ranked, SpaceCandidates, SpaceTopK,
     TuneResult,
 };
 pub use simd::SimdLevel;

@@ -160,10 +160,10 @@ fn out_of_vocabulary_schedules_fail_alone() {
         "1 1 1 i1 i0 k1 k0 j1 j0 1 0 0 0 i1 48 1 = fast",
     ];
     let set = model.prepare_candidates(&head, &lines).unwrap();
-    assert!(set.statuses()[0].is_valid());
+    assert!(set.status(0).unwrap().is_valid());
     for (i, needle) in [(1, "256"), (2, "i1"), (3, "16"), (4, "fast")] {
-        match &set.statuses()[i] {
-            CandidateStatus::Invalid(e) => {
+        match set.status(i).unwrap() {
+            CandidateStatus::InvalidSchedule(e) => {
                 assert!(
                     matches!(e.kind(), ErrorKind::Schedule { .. }),
                     "#{i}: {e:?}"
@@ -173,7 +173,7 @@ fn out_of_vocabulary_schedules_fail_alone() {
                     "#{i}: '{e}' should mention {needle}"
                 );
             }
-            CandidateStatus::Valid => panic!("line #{i} should be invalid"),
+            other => panic!("line #{i} should be invalid, is {other:?}"),
         }
     }
     let pattern = CsrPattern::new(2, 2, vec![0, 1, 2], vec![0, 1]).unwrap();

@@ -32,7 +32,7 @@ fn check_fixture(name: &str) {
         let embeddings = model.embed_schedules(head, &lines).unwrap();
         for (i, s) in schedules.iter().enumerate() {
             let valid = s["valid"].as_bool().unwrap();
-            match (&set.statuses()[i], valid) {
+            match (set.status(i).unwrap(), valid) {
                 (CandidateStatus::Valid, true) => {
                     let emb = embeddings[i].clone().unwrap();
                     assert_close_scaled(
@@ -43,7 +43,7 @@ fn check_fixture(name: &str) {
                         atol,
                     );
                 }
-                (CandidateStatus::Invalid(e), false) => {
+                (CandidateStatus::InvalidSchedule(e), false) => {
                     let field = s["error"]["field"].as_str().unwrap_or("");
                     let text = e.to_string();
                     assert!(

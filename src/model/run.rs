@@ -20,6 +20,31 @@ pub(crate) enum Prepared {
 }
 
 impl Prepared {
+    /// Appends the rows of `other` (the same engine).
+    pub(crate) fn append(&mut self, other: Prepared) {
+        match (self, other) {
+            (Prepared::Native(a), Prepared::Native(b)) => {
+                if a.n == 0 {
+                    *a = b;
+                } else {
+                    debug_assert_eq!(a.stride, b.stride);
+                    a.data.extend_from_slice(&b.data);
+                    a.n += b.n;
+                }
+            }
+            (Prepared::Ort(a), Prepared::Ort(b)) => {
+                if a.nrows() == 0 {
+                    *a = b;
+                } else if let Ok(joined) =
+                    ndarray::concatenate(ndarray::Axis(0), &[a.view(), b.view()])
+                {
+                    *a = joined;
+                }
+            }
+            _ => debug_assert!(false, "appending rows of another engine"),
+        }
+    }
+
     /// Bytes held.
     pub(crate) fn bytes(&self) -> usize {
         match self {

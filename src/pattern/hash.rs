@@ -98,5 +98,5 @@ mod tests {
         assert_eq!(a.content_hash(), PINNED);
     }
 
-    const PINNED: u64 = 11_151_267_331_114_166_771;
+    const PINNED: u64 = 10_219_276_142_628_849_563;
 }

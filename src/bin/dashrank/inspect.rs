@@ -88,12 +88,7 @@ fn check(model: &Model, heads: &[String]) -> Result<Vec<String>> {
         let set = model
             .prepare_candidates(head, &lines)
             .with_context(|| format!("embedding schedules for head {head}"))?;
-        if let Some((i, dashrank::CandidateStatus::Invalid(e))) = set
-            .statuses()
-            .iter()
-            .enumerate()
-            .find(|(_, s)| !s.is_valid())
-        {
+        if let Some((i, e)) = set.errors().next() {
             anyhow::bail!(
                 "head {head}: synthetic schedule '{}' rejected: {e}",
                 lines[i]

@@ -153,7 +153,7 @@ impl Importer<'_> {
                 let data: Vec<i64> = if t.raw_data.is_empty() {
                     t.int64_data.clone()
                 } else {
-                    if t.raw_data.len() % 8 != 0 {
+                    if !t.raw_data.len().is_multiple_of(8) {
                         return Err(Error::bundle(
                             key(),
                             "raw INT64 data is not a multiple of 8",
