@@ -14,7 +14,9 @@
 //!   multiply-adds per second against numpy's sgemm rate measured in the same run;
 //! - **cache hit**: `embed_matrix` of a pattern already embedded (same object, and a fresh
 //!   copy whose hash is recomputed) against the featurizer on it;
-//! - **whole space** (`space` argument): the 611 712-schedule WACO SpMM space.
+//! - **whole space** (`space` argument, not run by default): the 611 712-schedule WACO SpMM
+//!   space prepared once, then per matrix the statuses and the exact top-10 with the default;
+//!   peak RSS from `/proc/self/status` (run it alone: `cargo bench --bench heads -- space`).
 //!
 //! Without a reference backend compiled in, only the native numbers are printed. Skips with a
 //! message when `models/waco-spmm` or `../shared/data/waco` is absent.
@@ -24,6 +26,9 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use std::time::Instant;
+
+use dashrank::schedule::space::{Kernel, MatrixShape, TacoSpace};
 use dashrank::{Backend, CostModel, CsrPattern, LoadOptions, Model};
 
 const BUDGET: Duration = Duration::from_millis(1500);
@@ -237,6 +242,84 @@ fn cache_hit(s: &Setup) -> BoxResult<()> {
     Ok(())
 }
 
+/// Peak resident memory of this process so far (VmHWM), in MB.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// The whole WACO SpMM CPU space: prepared once, then exact top-10 with the default for new
+/// matrices. Native engine only (run this section alone for a meaningful peak RSS).
+fn whole_space(s: &Setup) -> BoxResult<()> {
+    let m = &s.models[0].1;
+    let head = m.info().heads[0].name.clone();
+    let names = ["Trec6_16x16_9", "cca", "kim1", "mhd4800a"];
+    let mut patterns = Vec::new();
+    for n in names {
+        patterns.push((
+            n,
+            CsrPattern::read_waco_csr(shared().join(format!("data/waco/matrices/{n}.csr")))?,
+        ));
+    }
+    let rss0 = peak_rss_mb();
+    let t = Instant::now();
+    let prepared = m.prepare_schedule_space(&head, TacoSpace::waco(Kernel::SpMM))?;
+    let prep_s = t.elapsed().as_secs_f64();
+    println!(
+        "\n### Whole WACO SpMM space ({} schedules), native engine\n",
+        prepared.len()
+    );
+    println!(
+        "prepare once: {} ({} MB of prepared rows); peak RSS before {} MB, after {} MB",
+        time(prep_s),
+        prepared.candidate_set().prepared_bytes() / (1 << 20),
+        rss0.map_or("?".into(), |v| format!("{v:.0}")),
+        peak_rss_mb().map_or("?".into(), |v| format!("{v:.0}"))
+    );
+    let peak2 = numpy_sgemm_gmacs(2);
+    let cost = m.info().heads[0].cost.unwrap_or_default();
+    println!("\n| matrix | nnz | featurizer + embedder | statuses (space_candidates) | top-10 with default | total per matrix (cached embedding) | GMAC/s | of sgemm 2-thr | default rank |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (name, p) in &patterns {
+        let t = Instant::now();
+        let emb = m.embed_matrix(p)?;
+        let feat_s = t.elapsed().as_secs_f64();
+        let shape = MatrixShape::from(p);
+        let mut best = (f64::MAX, f64::MAX);
+        let mut rank = None;
+        for _ in 0..3 {
+            let t = Instant::now();
+            let cands = m.space_candidates(&prepared, &shape)?;
+            let st = t.elapsed().as_secs_f64();
+            let t = Instant::now();
+            let top = m.top_k_with_default(&emb, &cands, 10)?;
+            let tk = t.elapsed().as_secs_f64();
+            if st + tk < best.0 + best.1 {
+                best = (st, tk);
+            }
+            rank = top.default_entry().rank;
+        }
+        let g = (cost.score_macs * prepared.len()) as f64 / best.1 / 1e9;
+        println!(
+            "| {name} | {} | {} | {} | {} | **{}** | {g:.1} | {} | {} |",
+            p.nnz(),
+            time(feat_s),
+            time(best.0),
+            time(best.1),
+            time(best.0 + best.1),
+            peak2.map_or("?".into(), |p| format!("{:.0} %", 100.0 * g / p)),
+            rank.map_or("–".into(), |r| format!("{} of {}", r + 1, prepared.len()))
+        );
+    }
+    println!(
+        "\npeak RSS of the process: {} MB",
+        peak_rss_mb().map_or("?".into(), |v| format!("{v:.0}"))
+    );
+    Ok(())
+}
+
 fn main() -> BoxResult<()> {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -264,6 +347,9 @@ fn main() -> BoxResult<()> {
     }
     if want("cache") {
         cache_hit(&setup)?;
+    }
+    if args.iter().any(|a| a == "space") {
+        whole_space(&setup)?;
     }
     println!("\nload average at the end: {}", load());
     Ok(())

@@ -66,7 +66,10 @@ pub fn accumulate(
         x_stride,
         out_stride,
     } = shape;
-    assert!(out_stride.is_multiple_of(LANES), "out_stride must be padded");
+    assert!(
+        out_stride.is_multiple_of(LANES),
+        "out_stride must be padded"
+    );
     assert!(w.len() >= k * out_stride, "weights too short");
     assert!(out.len() >= rows * out_stride, "output too short");
     if rows > 0 {
