@@ -168,44 +168,50 @@ impl Program {
     }
 
     /// Runs one stage on `rows` rows. `given` supplies buffers computed elsewhere (inputs,
-    /// earlier stages); the returned vector holds every buffer of this stage (`rows × stride`,
-    /// empty for the others).
+    /// earlier stages); this stage's buffers are written to `own` (`rows × stride` each, at
+    /// the front of vectors reused from call to call, so a stream of chunks allocates once).
     fn run_stage(
         &self,
         level: SimdLevel,
         stage: Stage,
         rows: usize,
         given: &[Option<View<'_>>],
-    ) -> Vec<Vec<f32>> {
-        let mut own: Vec<Vec<f32>> = vec![Vec::new(); self.bufs.len()];
+        own: &mut Vec<Vec<f32>>,
+    ) {
+        own.resize_with(self.bufs.len(), Vec::new);
         for ins in self.instrs.iter().filter(|i| i.stage == stage) {
             let ob = self.bufs[ins.out];
-            let mut out = vec![0.0f32; rows * ob.stride];
-            {
-                match &ins.init {
-                    Init::Bias(b) => {
-                        for row in out.chunks_exact_mut(ob.stride) {
-                            row.copy_from_slice(b);
-                        }
+            let n = rows * ob.stride;
+            let mut buf = std::mem::take(&mut own[ins.out]);
+            if buf.len() < n {
+                buf.resize(n, 0.0);
+            }
+            let out = &mut buf[..n];
+            // Every element of `out` is written by the init (the padding too).
+            let missing = match &ins.init {
+                Init::Bias(b) => {
+                    for row in out.chunks_exact_mut(ob.stride) {
+                        row.copy_from_slice(b);
                     }
-                    Init::Fields {
-                        bias,
-                        input,
-                        tables,
-                    } => {
-                        let Some(x) = view_of(given, &own, &self.bufs, *input) else {
-                            continue;
-                        };
+                    false
+                }
+                Init::Fields {
+                    bias,
+                    input,
+                    tables,
+                } => match view_of(given, own, &self.bufs, *input) {
+                    Some(x) => {
                         for (r, row) in out.chunks_exact_mut(ob.stride).enumerate() {
                             row.copy_from_slice(bias);
                             tables.add_row(level, &x.data[r * x.stride..], row);
                         }
+                        false
                     }
-                    Init::Sum { u, v } => {
-                        let Some(uv) = view_of(given, &own, &self.bufs, *u) else {
-                            continue;
-                        };
-                        let vv = v.and_then(|v| view_of(given, &own, &self.bufs, v));
+                    None => true,
+                },
+                Init::Sum { u, v } => match view_of(given, own, &self.bufs, *u) {
+                    Some(uv) => {
+                        let vv = v.and_then(|v| view_of(given, own, &self.bufs, v));
                         for (r, row) in out.chunks_exact_mut(ob.stride).enumerate() {
                             row.copy_from_slice(&uv.data[..ob.stride]);
                             if let Some(vv) = vv {
@@ -214,31 +220,42 @@ impl Program {
                                     &vv.data[r * vv.stride..r * vv.stride + ob.stride],
                                 );
                             }
+                            if ins.relu && ins.terms.is_empty() {
+                                gemm::relu_in_place(row);
+                            }
                         }
+                        v.is_some() && vv.is_none()
                     }
-                }
-                let n_terms = ins.terms.len();
-                for (t, (b, w)) in ins.terms.iter().enumerate() {
-                    let Some(x) = view_of(given, &own, &self.bufs, *b) else {
-                        continue;
-                    };
-                    debug_assert_eq!(w.out_stride, ob.stride);
-                    let shape = GemmShape {
-                        rows,
-                        k: w.k,
-                        x_stride: x.stride,
-                        out_stride: ob.stride,
-                    };
-                    let last = t + 1 == n_terms;
-                    gemm::accumulate(level, shape, x.data, &w.data, &mut out, ins.relu && last);
-                }
-                if ins.relu && n_terms == 0 {
-                    gemm::relu_in_place(&mut out);
-                }
+                    None => true,
+                },
+            };
+            let n_terms = ins.terms.len();
+            let mut missing = missing;
+            for (t, (b, w)) in ins.terms.iter().enumerate() {
+                let Some(x) = view_of(given, own, &self.bufs, *b) else {
+                    missing = true;
+                    continue;
+                };
+                debug_assert_eq!(w.out_stride, ob.stride);
+                let shape = GemmShape {
+                    rows,
+                    k: w.k,
+                    x_stride: x.stride,
+                    out_stride: ob.stride,
+                };
+                let last = t + 1 == n_terms;
+                gemm::accumulate(level, shape, x.data, &w.data, out, ins.relu && last);
             }
-            own[ins.out] = out;
+            if ins.relu && n_terms == 0 && !matches!(ins.init, Init::Sum { .. }) {
+                gemm::relu_in_place(out);
+            }
+            if missing {
+                // A buffer the compiler promised is absent: never return a plausible number.
+                debug_assert!(false, "input buffer missing for a native instruction");
+                out.fill(f32::NAN);
+            }
+            own[ins.out] = buf;
         }
-        own
     }
 
     fn given_inputs<'a>(&self, inputs: &[(&str, &'a [f32])]) -> Vec<Option<View<'a>>> {
@@ -267,8 +284,11 @@ impl Program {
         if let Some(v) = given[self.output] {
             return v.data[..rows * v.stride].to_vec();
         }
-        let mut own = self.run_stage(level, stage, rows, &given);
-        std::mem::take(&mut own[self.output])
+        let mut own = Vec::new();
+        self.run_stage(level, stage, rows, &given, &mut own);
+        let mut out = std::mem::take(&mut own[self.output]);
+        out.truncate(rows * self.bufs[self.output].stride);
+        out
     }
 
     /// Runs the Candidate stage on `n` encoded schedule rows (padded, in buffer `input`'s
@@ -288,7 +308,7 @@ impl Program {
         };
         let in_stride = self.bufs[ib].stride;
         let mut data = vec![0.0f32; n * stride];
-        let work = |(chunk, dst): (usize, &mut [f32])| {
+        let work = |own: &mut Vec<Vec<f32>>, (chunk, dst): (usize, &mut [f32])| {
             let start = chunk * CHUNK;
             let m = dst.len() / stride.max(1);
             let mut given: Vec<Option<View<'_>>> = vec![None; self.bufs.len()];
@@ -296,7 +316,7 @@ impl Program {
                 data: &rows[start * in_stride..(start + m) * in_stride],
                 stride: in_stride,
             });
-            let own = self.run_stage(level, Stage::Candidate, m, &given);
+            self.run_stage(level, Stage::Candidate, m, &given, own);
             for (b, at) in &exports {
                 let bs = self.bufs[*b].stride;
                 for r in 0..m {
@@ -307,11 +327,14 @@ impl Program {
         };
         if stride > 0 {
             if n <= CHUNK || !parallel {
-                data.chunks_mut(CHUNK * stride).enumerate().for_each(work);
+                let mut own = Vec::new();
+                data.chunks_mut(CHUNK * stride)
+                    .enumerate()
+                    .for_each(|c| work(&mut own, c));
             } else {
                 data.par_chunks_mut(CHUNK * stride)
                     .enumerate()
-                    .for_each(work);
+                    .for_each_init(Vec::new, work);
             }
         }
         CandidateRows { data, stride, n }
@@ -327,7 +350,8 @@ impl Program {
         let mut padded_row = vec![0.0f32; padded(embedding.len())];
         padded_row[..embedding.len()].copy_from_slice(embedding);
         let given = self.given_inputs(&[(input, &padded_row)]);
-        let mut own = self.run_stage(level, Stage::Matrix, 1, &given);
+        let mut own = Vec::new();
+        self.run_stage(level, Stage::Matrix, 1, &given, &mut own);
         if let Some(b) = self.input(input) {
             own[b] = padded_row;
         }
@@ -347,7 +371,7 @@ impl Program {
         let exports = self.exports();
         let n = cands.n;
         debug_assert_eq!(out.len(), n);
-        let work = |(chunk, dst): (usize, &mut [f32])| {
+        let work = |own: &mut Vec<Vec<f32>>, (chunk, dst): (usize, &mut [f32])| {
             let start = chunk * CHUNK;
             let m = dst.len();
             let mut given: Vec<Option<View<'_>>> = vec![None; self.bufs.len()];
@@ -365,7 +389,7 @@ impl Program {
                     stride: cands.stride,
                 });
             }
-            let own = self.run_stage(level, Stage::Score, m, &given);
+            self.run_stage(level, Stage::Score, m, &given, own);
             let res = &own[self.output];
             let os = self.bufs[self.output].stride;
             for (r, d) in dst.iter_mut().enumerate() {
@@ -373,9 +397,14 @@ impl Program {
             }
         };
         if n <= CHUNK || !parallel {
-            out.chunks_mut(CHUNK).enumerate().for_each(work);
+            let mut own = Vec::new();
+            out.chunks_mut(CHUNK)
+                .enumerate()
+                .for_each(|c| work(&mut own, c));
         } else {
-            out.par_chunks_mut(CHUNK).enumerate().for_each(work);
+            out.par_chunks_mut(CHUNK)
+                .enumerate()
+                .for_each_init(Vec::new, work);
         }
     }
 }
