@@ -102,6 +102,7 @@ fn to_load_options(o: &dashrank_load_options) -> Result<LoadOptions, Failure> {
         matrix_cache_capacity: o.matrix_cache_capacity as usize,
         deterministic: o.deterministic,
         simd: None,
+        ..LoadOptions::default()
     })
 }
 

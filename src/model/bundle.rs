@@ -116,7 +116,7 @@ impl BundleFile {
         self.metadata.get(key).map(String::as_str)
     }
 
-    fn graph(&self) -> &super::onnx_proto::GraphProto {
+    pub(crate) fn graph(&self) -> &super::onnx_proto::GraphProto {
         // `decode` rejected files without a graph.
         self.proto.graph.as_ref().unwrap_or_else(|| unreachable!())
     }

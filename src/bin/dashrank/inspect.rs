@@ -31,7 +31,7 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
         None => info.heads.iter().map(|h| h.name.clone()).collect(),
     };
     for name in &heads {
-        let h = info.head(name).context("head vanished")?;
+        let h = info.head(name)?;
         writeln!(
             out,
             "head {}: kernel {}, target {}, {}, schema '{}' ({} columns), schedule embedding {}",
@@ -88,12 +88,7 @@ fn check(model: &Model, heads: &[String]) -> Result<Vec<String>> {
         let set = model
             .prepare_candidates(head, &lines)
             .with_context(|| format!("embedding schedules for head {head}"))?;
-        if let Some((i, dashrank::CandidateStatus::Invalid(e))) = set
-            .statuses()
-            .iter()
-            .enumerate()
-            .find(|(_, s)| !s.is_valid())
-        {
+        if let Some((i, e)) = set.errors().next() {
             anyhow::bail!(
                 "head {head}: synthetic schedule '{}' rejected: {e}",
                 lines[i]

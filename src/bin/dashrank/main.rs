@@ -101,21 +101,5 @@ pub fn read_matrix(path: &Path) -> Result<CsrPattern> {
 
 /// The head named by `--head`, or the model's only head.
 pub fn pick_head(model: &Model, head: Option<&str>) -> Result<String> {
-    let heads = &model.info().heads;
-    let names = || {
-        heads
-            .iter()
-            .map(|h| h.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match head {
-        Some(h) if model.info().head(h).is_some() => Ok(h.to_string()),
-        Some(h) => bail!("the model has no head '{h}' (heads: {})", names()),
-        None if heads.len() == 1 => Ok(heads[0].name.clone()),
-        None => bail!(
-            "the model has several heads; choose one with --head ({})",
-            names()
-        ),
-    }
+    Ok(model.info().head_or_only(head)?.name.clone())
 }
