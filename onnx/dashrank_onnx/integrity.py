@@ -188,7 +188,7 @@ def check_manifest(directory) -> None:
     present = {p.name for p in d.glob("*.onnx")}
     for name in sorted(present - set(listed)):
         raise IntegrityError(f"{name}: not listed in {MANIFEST} (copied in after export? rewrite the manifest "
-                             "with `python -m dashrank_onnx.manifest DIR` if this is deliberate)")
+                             "with `python -m dashrank_onnx.manifest DIR --write` if this is deliberate)")
     for name in sorted(set(listed) - present):
         raise IntegrityError(f"{name}: listed in {MANIFEST} but missing from the bundle")
     for name in sorted(present):
