@@ -19,7 +19,7 @@ pub mod simd;
 #[cfg(feature = "tvm")]
 mod tvm;
 
-pub use model::{Backend, LoadOptions, Model, ModelInfo};
+pub use model::{Backend, BundleIntegrity, LoadOptions, ManifestEntry, Model, ModelInfo};
 pub use pattern::CsrPattern;
 pub use rank::{
     CandidateSet, CandidateStatus, CostModel, Ranked, SpaceCache, SpaceCandidates, SpaceTopK,

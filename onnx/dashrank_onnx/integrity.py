@@ -198,7 +198,8 @@ def check_manifest(directory) -> None:
         if got != want or len(data) != listed[name].get("bytes"):
             raise IntegrityError(f"{name}: content does not match {MANIFEST} (sha256 {got}, {len(data)} bytes; "
                                  f"manifest: {want}, {listed[name].get('bytes')} bytes): the file is corrupted "
-                                 "or was modified after export")
+                                 "or was modified after export (if the edit is deliberate: "
+                                 "`python -m dashrank_onnx.manifest DIR --write`)")
 
 
 # --------------------------------------------------------------------------------------

@@ -297,3 +297,24 @@ def test_reader_refuses_foreign_heads_and_corrupted_files(tmp_path, model):
         read_bundle(old)
     assert manifest_main([str(old), "--stamp"]) == 0
     assert read_bundle(old).featurizer_sha256 == a.featurizer_sha256
+
+
+def test_documented_example_metadata_converts(tmp_path):
+    """onnx/examples/cognate_metadata.json (the example of COGNATE_CHECKPOINTS.md §4, whose JSON
+    block must say the same) converts a checkpoint with a 53-input mapper."""
+    import re
+    from conftest import REPO
+    example = json.loads((REPO / "onnx/examples/cognate_metadata.json").read_text())
+    doc = (REPO / "onnx/COGNATE_CHECKPOINTS.md").read_text()
+    block = re.search(r"## 4\. Metadata file.*?```json\n(.*?)```", doc, re.S).group(1)
+    assert json.loads(block) == {k: v for k, v in example.items() if not k.startswith("_")}
+    model = C.cognate_model(13, C.TINY, HEADS, "example")
+    sd = RT.state_dict_of(model)
+    W = sd["mapper.0.weight"]
+    sd["mapper.0.weight"] = np.ascontiguousarray(np.insert(W, 3, 0.25, axis=1))   # 53 inputs
+    save_state_dict(sd, tmp_path / "m.pth")
+    m = convert_checkpoint(tmp_path / "m.pth", REPO / "onnx/examples/cognate_metadata.json")
+    assert m.model_name == example["model_name"] and sorted(m.heads) == sorted(HEADS)
+    se = m.heads["spade/spmm"].schedule_embedder
+    assert np.array_equal(se.mapper_layers[0][0], W)         # value 0.0: folding leaves the bias as is
+    assert m.matrix_embedder.mean == example["shape_normalization"]["mean"]
