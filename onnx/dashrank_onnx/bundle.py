@@ -23,7 +23,8 @@ from onnx import numpy_helper
 from . import FORMAT_VERSION, SPARSE_DOMAIN
 from .export import (featurizer_proto, featurizer_width, make_model, matrix_embedder_proto,
                      predictor_proto, schedule_embedder_proto)
-from .integrity import check_manifest, check_provenance, stamp_provenance, write_manifest
+from .integrity import (check_manifest, check_provenance, check_weights, read_manifest, stamp_provenance,
+                        write_manifest)
 from .reference import (FeaturizerGraph, Model, Node, Pattern, Schema, run_featurizer)
 
 ROLES = ("featurizer", "matrix_embedder", "schedule_embedder", "predictor")
@@ -90,11 +91,17 @@ def head_models(family: str, model_name: str, h, Em: int, fp16: bool = False) ->
 
 
 def write_bundle(model: Model, out_dir, fp16: bool = False) -> List[Path]:
-    """Writes the bundle files and ``manifest.json`` (returned last)."""
+    """Writes the bundle files and ``manifest.json`` (returned last). A directory that already
+    holds other ``.onnx`` files is refused: the manifest must not vouch for leftovers."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    files = bundle_models(model, fp16)
+    stale = sorted(p.name for p in out_dir.glob("*.onnx") if p.name not in files)
+    if stale:
+        raise BundleError(f"{out_dir} already holds {stale}, which this bundle does not contain: "
+                          "write to an empty directory (or remove them)")
     written = []
-    for fname, m in bundle_models(model, fp16).items():
+    for fname, m in files.items():
         p = out_dir / fname
         save(m, p)
         written.append(p)
@@ -251,11 +258,13 @@ class LoadedBundle:
         for h in ses:
             if h not in prs:
                 raise BundleError(f"head {h!r} has no predictor")
+        # docs/bundle-format.md §7.3, in the loader's order
+        read_manifest(self.directory)
+        head_files = {h: (names[id(se)], se, names[id(prs[h])], prs[h]) for h, se in ses.items()}
         self.featurizer_sha256, self.mapper_sha256, self.provenance_warnings = check_provenance(
-            self.featurizer_model, self.matrix_model,
-            {h: (names[id(se)], se, names[id(prs[h])], prs[h]) for h, se in ses.items()},
-            allow_provenance_mismatch)
+            self.featurizer_model, self.matrix_model, head_files, allow_provenance_mismatch)
         check_manifest(self.directory)
+        check_weights(self.featurizer_model, self.matrix_model, head_files)
         md0 = metadata(self.featurizer_model)
         self.model_name = md0.get("dashrank.model_name")
         self.featurizer = featurizer_graph(self.featurizer_model)

@@ -235,6 +235,14 @@ def check_provenance(featurizer: onnx.ModelProto, matrix_embedder: onnx.ModelPro
                     if not allow_mismatch:
                         raise IntegrityError(msg)
                     warnings.append(msg)
+    return F, M, warnings
+
+
+def check_weights(featurizer: onnx.ModelProto, matrix_embedder: onnx.ModelProto,
+                  heads: Mapping[str, Tuple[str, onnx.ModelProto, str, onnx.ModelProto]]) -> None:
+    """The recorded hashes match the weights (a file edited after export is refused even when
+    its manifest was rewritten)."""
+    F = metadata(featurizer)[FEATURIZER_KEY]
     computed_f = featurizer_sha256(featurizer, matrix_embedder)
     if computed_f != F:
         raise IntegrityError(f"featurizer.onnx and the matrix embedder record featurizer {F}, but their weights "
@@ -245,7 +253,6 @@ def check_provenance(featurizer: onnx.ModelProto, matrix_embedder: onnx.ModelPro
         if got != want:
             raise IntegrityError(f"head {head!r} ({se_name}) records mapper {want}, but its mapper weights hash to "
                                  f"{got}: the file was modified after export or is corrupted")
-    return F, M, warnings
 
 
 def stamp_directory(directory) -> Tuple[str, str]:

@@ -318,3 +318,14 @@ def test_documented_example_metadata_converts(tmp_path):
     se = m.heads["spade/spmm"].schedule_embedder
     assert np.array_equal(se.mapper_layers[0][0], W)         # value 0.0: folding leaves the bias as is
     assert m.matrix_embedder.mean == example["shape_normalization"]["mean"]
+
+
+def test_writing_over_another_bundle_is_refused(tmp_path, model):
+    from dashrank_onnx.bundle import BundleError
+    write_bundle(model, tmp_path / "b")
+    smaller = C.Model("cognate", "x", model.featurizer, model.matrix_embedder,
+                      {"spade/spmm": model.heads["spade/spmm"]})
+    with pytest.raises(BundleError, match=r"already holds \['cpu-taco__spmm.predictor.onnx'"):
+        write_bundle(smaller, tmp_path / "b")
+    write_bundle(model, tmp_path / "b")          # the same bundle again is fine
+    read_bundle(tmp_path / "b")
