@@ -47,11 +47,16 @@ def _u32(n: int) -> bytes:
     return struct.pack("<I", n)
 
 
+def _f32(arr) -> np.ndarray:
+    """Little-endian float32, C order, keeping 0-d arrays 0-d (ascontiguousarray would not)."""
+    return np.array(arr, dtype="<f4", order="C")
+
+
 def _float_initializers(m: onnx.ModelProto, prefix: str = "") -> List[Tuple[str, np.ndarray]]:
     out = []
     for t in m.graph.initializer:
         if t.data_type in _FLOAT_TYPES and t.name.startswith(prefix):
-            out.append((t.name, np.ascontiguousarray(numpy_helper.to_array(t), dtype="<f4")))
+            out.append((t.name, _f32(numpy_helper.to_array(t))))
     # Byte order of the UTF-8 names (what Rust's `str` ordering is); stable for duplicates.
     out.sort(key=lambda nt: nt[0].encode("utf-8"))
     return out
@@ -69,7 +74,7 @@ def weights_sha256(sections: Sequence[Tuple[str, Sequence[Tuple[str, np.ndarray]
         h.update(_u32(len(t)) + t + _u32(len(tensors)))
         for name, arr in tensors:
             n = name.encode("utf-8")
-            a = np.ascontiguousarray(arr, dtype="<f4")
+            a = _f32(arr)
             h.update(_u32(len(n)) + n + _u32(a.ndim) + b"".join(struct.pack("<Q", d) for d in a.shape))
             h.update(a.tobytes())
     return h.hexdigest()

@@ -25,7 +25,7 @@ from dashrank_onnx.bundle import read_bundle, write_bundle
 from dashrank_onnx.cognate_checkpoint import CheckpointError
 from dashrank_onnx.convert_cognate import add_head, convert_checkpoint, main as convert_main
 from dashrank_onnx.fixtures import golden_patterns
-from dashrank_onnx.integrity import IntegrityError
+from dashrank_onnx.integrity import IntegrityError, mapper_sha256
 from dashrank_onnx.pth import load_state_dict, save_state_dict
 
 HEADS = ("cpu-taco/spmm", "spade/spmm", "gpu-sparsetir/spmm")
@@ -329,3 +329,14 @@ def test_writing_over_another_bundle_is_refused(tmp_path, model):
         write_bundle(smaller, tmp_path / "b")
     write_bundle(model, tmp_path / "b")          # the same bundle again is fine
     read_bundle(tmp_path / "b")
+
+
+def test_weight_hash_vectors():
+    """Pinned in src/model/integrity.rs (canonical_weight_hash_vectors) as well."""
+    from dashrank_onnx.integrity import weights_sha256
+    assert mapper_sha256(None) == "d2929111e0e3b708344f21e78a5f0f0a1909c9b07a8da96c6adc5d65356f4026"
+    assert weights_sha256([("mapper", [("mapper.0.bias", np.array([1.0, -0.5], np.float32)),
+                                       ("mapper.0.weight", np.arange(6, dtype=np.float32).reshape(2, 3))])]) == \
+        "ba81f87351df9ee880acc36220e79dab2b1fd44308b571ced4dc11eb2ecf5469"
+    assert weights_sha256([("featurizer", []), ("matrix_embedder", [("s", np.float32(2.0))])]) == \
+        "1892af85beb161e7e73d2ce148b90804dcf1fc64c1d9d0fbd173dc957ddfa8cd"

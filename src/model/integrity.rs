@@ -31,6 +31,7 @@ use sha2::{Digest, Sha256};
 use super::bundle::{tensor_to_f32, Bundle, BundleFile};
 use super::onnx_proto::{data_type, TensorProto};
 use crate::error::{Error, Result};
+use crate::featurize::spec::TensorSpec;
 
 /// File name of the manifest inside a bundle directory.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -153,11 +154,11 @@ impl WeightsHash {
 
     /// Adds a section: the float initializers of `file` whose names start with `prefix`.
     fn section(&mut self, tag: &str, file: &BundleFile, prefix: &str) -> Result<()> {
-        let graph = file.proto.graph.as_ref();
-        let mut tensors: Vec<&TensorProto> = graph
-            .map(|g| g.initializer.iter())
-            .into_iter()
-            .flatten()
+        let mut tensors: Vec<&TensorProto> = file
+            .proto
+            .graph
+            .iter()
+            .flat_map(|g| g.initializer.iter())
             .filter(|t| {
                 matches!(
                     t.data_type,
@@ -166,11 +167,19 @@ impl WeightsHash {
             })
             .collect();
         tensors.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+        let specs = tensors
+            .into_iter()
+            .map(|t| tensor_to_f32(t, &file.origin))
+            .collect::<Result<Vec<_>>>()?;
+        self.tensors(tag, &specs)
+    }
+
+    /// Adds a section of tensors, in the order given.
+    fn tensors(&mut self, tag: &str, tensors: &[TensorSpec]) -> Result<()> {
         self.u32(tag.len())?;
         self.0.update(tag.as_bytes());
         self.u32(tensors.len())?;
-        for t in tensors {
-            let spec = tensor_to_f32(t, &file.origin)?;
+        for spec in tensors {
             self.u32(spec.name.len())?;
             self.0.update(spec.name.as_bytes());
             self.u32(spec.dims.len())?;
@@ -360,4 +369,65 @@ fn check_manifest(bundle: &Bundle, manifest: &Manifest) -> Result<Vec<ManifestEn
         ));
     }
     Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, dims: &[usize], data: &[f32]) -> TensorSpec {
+        TensorSpec {
+            name: name.into(),
+            dims: dims.to_vec(),
+            data: data.to_vec(),
+        }
+    }
+
+    fn hash(sections: &[(&str, Vec<TensorSpec>)]) -> String {
+        let mut h = WeightsHash::new();
+        for (tag, t) in sections {
+            h.tensors(tag, t).unwrap();
+        }
+        h.finish()
+    }
+
+    /// The same vectors are pinned in onnx/tests/test_convert_cognate.py
+    /// (`test_weight_hash_vectors`): the Rust and Python definitions agree byte for byte.
+    #[test]
+    fn canonical_weight_hash_vectors() {
+        assert_eq!(
+            hash(&[("mapper", vec![])]),
+            "d2929111e0e3b708344f21e78a5f0f0a1909c9b07a8da96c6adc5d65356f4026"
+        );
+        let mapper = vec![
+            spec("mapper.0.bias", &[2], &[1.0, -0.5]),
+            spec("mapper.0.weight", &[2, 3], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]),
+        ];
+        assert_eq!(
+            hash(&[("mapper", mapper)]),
+            "ba81f87351df9ee880acc36220e79dab2b1fd44308b571ced4dc11eb2ecf5469"
+        );
+        let scalar = vec![spec("s", &[], &[2.0])];
+        assert_eq!(
+            hash(&[("featurizer", vec![]), ("matrix_embedder", scalar)]),
+            "1892af85beb161e7e73d2ce148b90804dcf1fc64c1d9d0fbd173dc957ddfa8cd"
+        );
+    }
+
+    #[test]
+    fn manifest_parse_rejects_other_formats() {
+        let ok = br#"{"format":"dashrank-manifest","version":1,"algorithm":"sha256",
+                      "files":{"a.onnx":{"bytes":3,"sha256":"ab"}}}"#;
+        let m = Manifest::parse(ok).unwrap();
+        assert!(m.matches("a.onnx", 3, "ab") && !m.matches("a.onnx", 4, "ab"));
+        for bad in [
+            &br#"{"format":"dashrank-manifest","version":2,"algorithm":"sha256","files":{}}"#[..],
+            br#"{"format":"dashrank-manifest","version":1,"algorithm":"md5","files":{}}"#,
+            br#"{"format":"dashrank-manifest","version":1,"algorithm":"sha256","files":{"a":{"bytes":1}}}"#,
+            b"not json",
+        ] {
+            let e = Manifest::parse(bad).unwrap_err();
+            assert!(e.to_string().contains(MANIFEST_FILE), "{e}");
+        }
+    }
 }
