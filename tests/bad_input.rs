@@ -255,22 +255,9 @@ fn bundle_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 /// `files` with `manifest.json` rewritten for the `.onnx` files as they are now (what
 /// `python -m dashrank_onnx.manifest DIR --write` does after a deliberate edit).
 fn with_fresh_manifest(mut files: Vec<(String, Vec<u8>)>) -> Vec<(String, Vec<u8>)> {
-    use sha2::Digest;
     files.retain(|(n, _)| n != "manifest.json");
-    let mut listed = serde_json::Map::new();
-    for (name, bytes) in &files {
-        let sha: String = sha2::Sha256::digest(bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        listed.insert(
-            name.clone(),
-            serde_json::json!({"bytes": bytes.len(), "sha256": sha}),
-        );
-    }
-    let manifest = serde_json::json!({"format": "dashrank-manifest", "version": 1,
-                                      "algorithm": "sha256", "files": listed});
-    files.push(("manifest.json".into(), manifest.to_string().into_bytes()));
+    let manifest = manifest_for(&files);
+    files.push(("manifest.json".into(), manifest));
     files
 }
 
