@@ -33,6 +33,16 @@ if [ -d "$SHARED/data/waco/matrices" ]; then
   done
 fi
 
+echo "== COGNATE checkpoint round trip: state dicts -> convert_cognate -> reference scores (numpy oracle)"
+if [ -d "$SHARED/data/waco/matrices" ]; then
+  out=target/golden/cognate
+  if [ ! -f "$out/golden.json" ] \
+     || [ -n "$(find onnx/dashrank_onnx -newer "$out/golden.json" -name '*.py' 2>/dev/null)" ]; then
+    rm -rf "$out"
+    .venv/bin/python -m dashrank_onnx.cognate_roundtrip --out "$out" --matrices "$SHARED/data/waco/matrices"
+  fi
+fi
+
 echo "== full-size COGNATE bundle (seeded random weights) for the native-vs-ort parity test"
 if [ ! -f models/cognate-full/.generated ] \
    || [ -n "$(find onnx/dashrank_onnx -newer models/cognate-full/.generated -name '*.py' 2>/dev/null)" ]; then

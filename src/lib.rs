@@ -20,7 +20,7 @@ pub mod simd;
 mod tvm;
 pub mod vocab;
 
-pub use model::{Backend, LoadOptions, Model, ModelInfo};
+pub use model::{Backend, BundleIntegrity, LoadOptions, ManifestEntry, Model, ModelInfo};
 pub use pattern::CsrPattern;
 pub use rank::{
     CandidateSet, CandidateStatus, CostModel, PreparedSpace, Ranked, SpaceCandidates, SpaceTopK,

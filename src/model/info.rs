@@ -256,6 +256,8 @@ pub struct ModelInfo {
     pub simd: crate::simd::SimdLevel,
     /// Stable hash of the bundle files' bytes (used to key caches).
     pub content_hash: u64,
+    /// The manifest and provenance hashes verified at load (bundle-format §7).
+    pub integrity: super::integrity::BundleIntegrity,
 }
 
 impl ModelInfo {

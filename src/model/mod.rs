@@ -23,6 +23,7 @@ mod bundle;
 mod cache;
 pub mod executor;
 pub mod info;
+mod integrity;
 mod native;
 mod onnx_proto;
 mod run;
@@ -36,6 +37,7 @@ pub use info::{
     GraphEngine, HeadCost, HeadInfo, Kernel, ModelInfo, ScorePolarity, ShapeFeature,
     ShapeNormalization, Target, MAX_FORMAT_VERSION, MIN_FORMAT_VERSION,
 };
+pub use integrity::{BundleIntegrity, ManifestEntry};
 use native::{Exec, NativeHead, NativeMatrixEmbedder};
 pub(crate) use run::Prepared;
 
@@ -61,6 +63,11 @@ pub struct LoadOptions {
     /// [`SimdLevel::best`]. Every level gives bit-identical results (see [`crate::simd`]);
     /// forcing one is for tests and for comparing speed. A level the CPU lacks is an error.
     pub simd: Option<SimdLevel>,
+    /// Load heads whose recorded provenance (the featurizer and mapper hashes they were
+    /// trained with) differs from the bundle's: for experts who know the mix is intended. Each
+    /// mismatch is logged as a warning and listed in [`BundleIntegrity::provenance_overrides`].
+    /// Corrupted or edited files are refused either way. Default `false`.
+    pub allow_provenance_mismatch: bool,
 }
 
 impl Default for LoadOptions {
@@ -72,6 +79,7 @@ impl Default for LoadOptions {
             matrix_cache_capacity: 64,
             deterministic: false,
             simd: None,
+            allow_provenance_mismatch: false,
         }
     }
 }
@@ -195,6 +203,7 @@ impl Model {
     }
 
     fn from_bundle(bundle: Bundle, options: &LoadOptions) -> Result<Self> {
+        let integrity = integrity::verify(&bundle, options.allow_provenance_mismatch)?;
         let f = &bundle.featurizer;
         let featurizer = FeaturizerGraph::from_spec(&f.featurizer_spec()?)?;
         let featurizer_dim = featurizer.output_dim();
@@ -348,6 +357,7 @@ impl Model {
             engines,
             simd,
             content_hash: bundle.content_hash,
+            integrity,
         };
         log::info!(
             "loaded {} model '{}' ({} heads, backend {}, SIMD {})",

@@ -140,3 +140,37 @@ pub fn assert_close_scaled(what: &str, got: &[f32], want: &[f32], rtol: f32, ato
     }
     worst
 }
+
+/// `manifest.json` (docs/bundle-format.md §7.2) vouching for `files` (name, bytes) as they
+/// are: what `python -m dashrank_onnx.manifest DIR --write` writes after a deliberate edit.
+pub fn manifest_for(files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    use sha2::Digest;
+    let mut listed = serde_json::Map::new();
+    for (name, bytes) in files.iter().filter(|(n, _)| n.ends_with(".onnx")) {
+        let sha: String = sha2::Sha256::digest(bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        listed.insert(
+            name.clone(),
+            serde_json::json!({"bytes": bytes.len(), "sha256": sha}),
+        );
+    }
+    serde_json::json!({"format": "dashrank-manifest", "version": 1, "algorithm": "sha256",
+                       "files": listed})
+    .to_string()
+    .into_bytes()
+}
+
+/// Rewrites `dir/manifest.json` for the `.onnx` files of `dir` as they are.
+pub fn write_manifest(dir: &Path) {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "onnx") {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            files.push((name, std::fs::read(&p).unwrap()));
+        }
+    }
+    std::fs::write(dir.join("manifest.json"), manifest_for(&files)).unwrap();
+}

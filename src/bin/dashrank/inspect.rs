@@ -26,6 +26,7 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
         writeln!(out, "  {f:?}: mean {m}, std {s}")?;
     }
     writeln!(out, "content hash:      {:016x}", info.content_hash)?;
+    print_integrity(&mut out, &info.integrity)?;
     let heads: Vec<_> = match &args.model.head {
         Some(name) => vec![crate::pick_head(&model, Some(name))?],
         None => info.heads.iter().map(|h| h.name.clone()).collect(),
@@ -66,6 +67,33 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// The provenance hashes and the manifest (all verified at load).
+fn print_integrity(out: &mut impl Write, integrity: &dashrank::BundleIntegrity) -> Result<()> {
+    writeln!(out, "featurizer sha256: {}", integrity.featurizer_sha256)?;
+    writeln!(out, "mapper sha256:     {}", integrity.mapper_sha256)?;
+    writeln!(
+        out,
+        "manifest ({} files, sizes and SHA-256 verified at load):",
+        integrity.files.len()
+    )?;
+    for e in &integrity.files {
+        let head = e
+            .head
+            .as_deref()
+            .map(|h| format!(", head {h}"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {}  {:>10}  {} ({}{head})",
+            e.sha256, e.bytes, e.name, e.role
+        )?;
+    }
+    for warning in &integrity.provenance_overrides {
+        writeln!(out, "provenance override: {warning}")?;
+    }
+    Ok(())
 }
 
 /// Embeds a small synthetic matrix and scores a few schedules built from each head's schema;

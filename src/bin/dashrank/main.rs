@@ -80,10 +80,15 @@ pub fn load_model(args: &ModelArgs) -> Result<Model> {
     let options = LoadOptions {
         backend,
         threads: args.threads,
+        allow_provenance_mismatch: args.allow_provenance_mismatch,
         ..LoadOptions::default()
     };
-    Model::load(&args.model, &options)
-        .with_context(|| format!("loading model {}", args.model.display()))
+    let model = Model::load(&args.model, &options)
+        .with_context(|| format!("loading model {}", args.model.display()))?;
+    for warning in &model.info().integrity.provenance_overrides {
+        eprintln!("warning: {warning} (accepted: --allow-provenance-mismatch)");
+    }
+    Ok(model)
 }
 
 /// Reads a matrix by extension: `.csr` (WACO binary) or `.mtx` (Matrix Market).
