@@ -393,6 +393,12 @@ fn inspect_check() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("head cpu-taco/sddmm: kernel"), "{stdout}");
     assert!(stdout.contains("check: OK"), "{stdout}");
+    // Which engine runs each graph, and the native head's arithmetic.
+    assert!(
+        stdout.contains("cpu-taco__sddmm.predictor.onnx: native"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("native work: "), "{stdout}");
 }
 
 /// Rewrites `dir/manifest.json` for its `.onnx` files as they are (what

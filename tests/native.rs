@@ -332,3 +332,79 @@ fn native_matches_ort_on_the_full_size_cognate_bundle() {
     // The fixture's golden lines use the same unified schemas as every COGNATE bundle.
     parity(&dir, &golden_lines(&fixture("tiny-cognate")), &[pattern]);
 }
+
+/// The fixture's files with every `Relu` of the predictor renamed to `Tanh` (a valid graph the
+/// native engine does not run), manifest rewritten.
+fn foreign_predictor_bundle() -> Vec<(String, Vec<u8>)> {
+    let dir = fixture("tiny-waco-spmm");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_none_or(|e| e != "onnx") {
+            continue;
+        }
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let mut bytes = std::fs::read(&p).unwrap();
+        if name.contains("predictor") {
+            for i in 0..bytes.len().saturating_sub(4) {
+                if &bytes[i..i + 4] == b"Relu" {
+                    bytes[i..i + 4].copy_from_slice(b"Tanh");
+                }
+            }
+        }
+        files.push((name, bytes));
+    }
+    let manifest = manifest_for(&files);
+    files.push(("manifest.json".into(), manifest));
+    files
+}
+
+#[test]
+fn a_graph_the_native_engine_does_not_run_falls_back_or_is_refused_by_name() {
+    let strict = LoadOptions {
+        backend: Backend::Native,
+        fallback: None,
+        ..LoadOptions::default()
+    };
+    let e = Model::from_files(foreign_predictor_bundle(), &strict).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("predictor") && text.contains("Tanh") && text.contains("fallback"),
+        "{text}"
+    );
+    let Some(reference) = reference_backend() else {
+        eprintln!("SKIPPED (fallback half): no ort backend compiled in");
+        return;
+    };
+    let options = LoadOptions {
+        backend: Backend::Native,
+        fallback: Some(reference.clone()),
+        ..LoadOptions::default()
+    };
+    let model = Model::from_files(foreign_predictor_bundle(), &options).unwrap();
+    let engines = &model.info().engines;
+    let pred = engines
+        .iter()
+        .find(|e| e.file.contains("predictor"))
+        .unwrap();
+    assert_eq!(pred.engine, reference.name());
+    assert!(
+        pred.note.as_deref().unwrap_or("").contains("Tanh"),
+        "{pred:?}"
+    );
+    let me = engines
+        .iter()
+        .find(|e| e.file.contains("matrix_embedder"))
+        .unwrap();
+    assert_eq!(me.engine, "native", "the other graphs stay native");
+    assert!(model.info().heads[0].cost.is_none());
+    let head = model.info().heads[0].name.clone();
+    let set = model
+        .prepare_candidates(&head, &["1 1 1 i1 i0 k1 k0 j1 j0 1 0 0 0 i1 48 1"])
+        .unwrap();
+    let pattern = CsrPattern::new(4, 4, vec![0, 1, 2, 3, 4], vec![0, 1, 2, 3]).unwrap();
+    let emb = model.embed_matrix(&pattern).unwrap();
+    let mut s = [0.0f32];
+    model.score_into(&emb, &set, &mut s).unwrap();
+    assert!(s[0].is_finite());
+}

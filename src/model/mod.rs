@@ -174,9 +174,11 @@ impl OrtSetup<'_> {
         why: Option<&(String, String)>,
     ) -> Result<(Box<dyn DenseGraph>, GraphEngine)> {
         let Some(backend) = self.backend else {
-            let (node, reason) = why.cloned().unwrap_or_default();
+            let (location, reason) = why
+                .cloned()
+                .unwrap_or_else(|| (file.origin.clone(), "unknown".into()));
             return Err(Error::bundle(
-                format!("{}: node '{node}'", file.origin),
+                location,
                 format!(
                     "the native engine does not run this graph ({reason}) and no ort fallback is \
                      configured (build with feature `tract`, or set LoadOptions::fallback)"
@@ -185,7 +187,7 @@ impl OrtSetup<'_> {
         };
         let graph =
             executor::build_graph(backend, &file.origin, &file.bytes, output, self.threads)?;
-        let note = why.map(|(node, reason)| format!("not native: node '{node}': {reason}"));
+        let note = why.map(|(location, reason)| format!("not native: {location}: {reason}"));
         Ok((graph, engine(file, backend.name(), note)))
     }
 }

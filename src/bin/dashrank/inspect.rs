@@ -17,7 +17,18 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
     writeln!(out, "family:            {}", info.family)?;
     writeln!(out, "model name:        {}", info.model_name)?;
     writeln!(out, "format version:    {}", info.format_version)?;
-    writeln!(out, "backend:           {}", info.backend)?;
+    writeln!(
+        out,
+        "backend:           {} (SIMD {})",
+        info.backend, info.simd
+    )?;
+    writeln!(out, "engines:")?;
+    for e in &info.engines {
+        match &e.note {
+            Some(note) => writeln!(out, "  {}: {} ({note})", e.file, e.engine)?,
+            None => writeln!(out, "  {}: {}", e.file, e.engine)?,
+        }
+    }
     writeln!(out, "featurizer output: {}", info.featurizer_dim)?;
     writeln!(out, "matrix embedding:  {}", info.matrix_embedding_dim)?;
     let n = &info.shape_normalization;
@@ -46,6 +57,13 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
         )?;
         if !h.score_meaning.is_empty() {
             writeln!(out, "  score: {}", h.score_meaning)?;
+        }
+        if let Some(c) = h.cost {
+            writeln!(
+                out,
+                "  native work: {} MAC per candidate to prepare ({} floats stored), {} per matrix, {} per (matrix, candidate)",
+                c.prepare_macs, c.stored_floats, c.matrix_macs, c.score_macs
+            )?;
         }
         writeln!(out, "  schema: {}", model.schema(&h.name)?.to_json())?;
     }

@@ -67,7 +67,8 @@ use crate::schedule::Schema;
 use crate::simd::gemm::padded;
 use crate::simd::SimdLevel;
 
-/// Why a graph is not run natively: `(node, reason)`.
+/// Why a graph is not run natively: `(location, reason)`, the location naming the file and
+/// the node.
 pub(crate) type Unsupported = (String, String);
 
 /// How to run rows: in the caller's rayon context, or on this thread alone.
@@ -102,14 +103,16 @@ fn unpad(rows: Vec<f32>, n: usize, width: usize) -> Vec<f32> {
 fn imported(file: &BundleFile, inputs: &[(&str, usize)]) -> Result<Result<ir::Graph, Unsupported>> {
     Ok(match import(file, inputs)? {
         Import::Graph(g) => Ok(g),
-        Import::Unsupported(node, reason) => Err((node, reason)),
+        Import::Unsupported(node, reason) => {
+            Err((format!("{}: node '{node}'", file.origin), reason))
+        }
     })
 }
 
-fn compiled(c: Compiled) -> Result<Program, Unsupported> {
+fn compiled(c: Compiled, origin: &str) -> Result<Program, Unsupported> {
     match c {
         Compiled::Program(p) => Ok(p),
-        Compiled::Unsupported(node, reason) => Err((node, reason)),
+        Compiled::Unsupported(node, reason) => Err((format!("{origin}: node '{node}'"), reason)),
     }
 }
 
@@ -144,7 +147,7 @@ impl NativeMatrixEmbedder {
             origin: &file.origin,
         };
         let width = graph.width(graph.output);
-        Ok(compiled(compile(&graph, &inputs)?).map(|prog| Self { prog, width }))
+        Ok(compiled(compile(&graph, &inputs)?, &file.origin).map(|prog| Self { prog, width }))
     }
 
     /// Width of the matrix embedding.
@@ -225,7 +228,7 @@ impl NativeHead {
                 origin: &origin,
             },
         )?;
-        let head = match compiled(head) {
+        let head = match compiled(head, &origin) {
             Ok(p) => p,
             Err(u) => return Ok(Err(u)),
         };
@@ -239,7 +242,7 @@ impl NativeHead {
                 origin: &schedule_embedder.origin,
             },
         )?;
-        let embedder = match compiled(embedder) {
+        let embedder = match compiled(embedder, &schedule_embedder.origin) {
             Ok(p) => p,
             Err(u) => return Ok(Err(u)),
         };
