@@ -119,6 +119,18 @@ fn compiler_call(s: &Setup) -> BoxResult<()> {
         );
         rows.push((top, prep));
     }
+    let m = &s.models[0].1;
+    let head = m.info().heads[0].name.clone();
+    let schema = m.schema(&head)?;
+    let enc = measure(20, 10_000, BUDGET, || {
+        std::hint::black_box(schema.encode_batch(&lines));
+        Ok(())
+    })?;
+    println!(
+        "| (parse + encode only, `Schema::encode_batch`) | | | {} | {} |",
+        time(enc.min),
+        time(enc.median)
+    );
     if let [(nt, np), (rt, rp)] = rows.as_slice() {
         println!(
             "| **{} ÷ native** | **{:.1}×** | {:.1}× | **{:.1}×** | {:.1}× |",

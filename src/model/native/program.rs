@@ -97,7 +97,7 @@ pub(crate) struct Program {
 }
 
 /// Rows per work unit: a unit's buffers stay in L2, and it is the granularity of threads.
-const CHUNK: usize = 256;
+const CHUNK: usize = 128;
 
 /// A read-only view of rows: `rows[r * stride + c]`, or one row repeated.
 #[derive(Clone, Copy)]
