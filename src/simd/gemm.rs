@@ -125,8 +125,62 @@ pub fn relu_in_place(v: &mut [f32]) {
     }
 }
 
-/// `dst[i] += src[i]` elementwise.
-pub fn add_in_place(dst: &mut [f32], src: &[f32]) {
+/// `dst = a (+ b)`, then ReLU if asked, elementwise (the same bits on every level: one add
+/// per element).
+pub fn sum_rows(level: SimdLevel, dst: &mut [f32], a: &[f32], b: Option<&[f32]>, relu: bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if level >= SimdLevel::Avx512 && SimdLevel::Avx512.is_supported() {
+            // SAFETY: the CPU supports AVX-512 F (checked).
+            unsafe { x86::sum_rows_avx512(dst, a, b, relu) };
+            return;
+        }
+        if level >= SimdLevel::Avx2 && SimdLevel::Avx2.is_supported() {
+            // SAFETY: the CPU supports AVX2 (checked).
+            unsafe { x86::sum_rows_avx2(dst, a, b, relu) };
+            return;
+        }
+    }
+    let _ = level;
+    sum_rows_scalar(dst, a, b, relu);
+}
+
+#[inline(always)]
+fn sum_rows_scalar(dst: &mut [f32], a: &[f32], b: Option<&[f32]>, relu: bool) {
+    match b {
+        Some(b) => {
+            for ((d, x), y) in dst.iter_mut().zip(a).zip(b) {
+                *d = *x + *y;
+            }
+        }
+        None => dst.copy_from_slice(&a[..dst.len()]),
+    }
+    if relu {
+        relu_in_place(dst);
+    }
+}
+
+/// `dst += src` elementwise (the same bits on every level).
+pub fn add_in_place(level: SimdLevel, dst: &mut [f32], src: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if level >= SimdLevel::Avx512 && SimdLevel::Avx512.is_supported() {
+            // SAFETY: the CPU supports AVX-512 F (checked).
+            unsafe { x86::add_avx512(dst, src) };
+            return;
+        }
+        if level >= SimdLevel::Avx2 && SimdLevel::Avx2.is_supported() {
+            // SAFETY: the CPU supports AVX2 (checked).
+            unsafe { x86::add_avx2(dst, src) };
+            return;
+        }
+    }
+    let _ = level;
+    add_scalar(dst, src);
+}
+
+#[inline(always)]
+fn add_scalar(dst: &mut [f32], src: &[f32]) {
     for (d, s) in dst.iter_mut().zip(src) {
         *d += *s;
     }
@@ -157,8 +211,35 @@ mod x86 {
 
     use super::{GemmShape, LANES};
 
-    /// Rows per register tile.
+    /// Rows per register tile: AVX-512 holds 6 × 4 accumulators (24 of 32 registers), AVX2
+    /// 4 × 2 (8 of 16).
     const TILE_ROWS: usize = 4;
+    const TILE_ROWS_512: usize = 6;
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn sum_rows_avx512(
+        dst: &mut [f32],
+        a: &[f32],
+        b: Option<&[f32]>,
+        relu: bool,
+    ) {
+        super::sum_rows_scalar(dst, a, b, relu);
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn sum_rows_avx2(dst: &mut [f32], a: &[f32], b: Option<&[f32]>, relu: bool) {
+        super::sum_rows_scalar(dst, a, b, relu);
+    }
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn add_avx512(dst: &mut [f32], src: &[f32]) {
+        super::add_scalar(dst, src);
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn add_avx2(dst: &mut [f32], src: &[f32]) {
+        super::add_scalar(dst, src);
+    }
 
     /// [`super::fma_scalar`] compiled with FMA (`mul_add` becomes one instruction).
     #[target_feature(enable = "avx2,fma")]
@@ -185,28 +266,28 @@ mod x86 {
         let op = out.as_mut_ptr();
         let mut r = 0;
         while r < rows {
-            let tr = (rows - r).min(TILE_ROWS);
+            let tr = (rows - r).min(TILE_ROWS_512);
             let mut o = 0;
             while o < out_stride {
                 // Up to 4 registers (64 outputs) per tile.
                 let nv = ((out_stride - o) / LANES).min(4);
-                match (tr, nv) {
-                    (4, 4) => tile512::<4, 4>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (4, 3) => tile512::<4, 3>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (4, 2) => tile512::<4, 2>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (4, _) => tile512::<4, 1>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (3, 4) => tile512::<3, 4>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (3, 3) => tile512::<3, 3>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (3, 2) => tile512::<3, 2>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (3, _) => tile512::<3, 1>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (2, 4) => tile512::<2, 4>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (2, 3) => tile512::<2, 3>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (2, 2) => tile512::<2, 2>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (2, _) => tile512::<2, 1>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (_, 4) => tile512::<1, 4>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (_, 3) => tile512::<1, 3>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (_, 2) => tile512::<1, 2>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
-                    (_, _) => tile512::<1, 1>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
+                macro_rules! go {
+                    ($r:literal) => {
+                        match nv {
+                            4 => tile512::<$r, 4>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
+                            3 => tile512::<$r, 3>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
+                            2 => tile512::<$r, 2>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
+                            _ => tile512::<$r, 1>(xp, wp, op, r, o, k, x_stride, out_stride, relu),
+                        }
+                    };
+                }
+                match tr {
+                    6 => go!(6),
+                    5 => go!(5),
+                    4 => go!(4),
+                    3 => go!(3),
+                    2 => go!(2),
+                    _ => go!(1),
                 }
                 o += nv * LANES;
             }

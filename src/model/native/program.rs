@@ -212,17 +212,12 @@ impl Program {
                 Init::Sum { u, v } => match view_of(given, own, &self.bufs, *u) {
                     Some(uv) => {
                         let vv = v.and_then(|v| view_of(given, own, &self.bufs, v));
+                        let fuse_relu = ins.relu && ins.terms.is_empty();
+                        let u_row = &uv.data[..ob.stride];
                         for (r, row) in out.chunks_exact_mut(ob.stride).enumerate() {
-                            row.copy_from_slice(&uv.data[..ob.stride]);
-                            if let Some(vv) = vv {
-                                gemm::add_in_place(
-                                    row,
-                                    &vv.data[r * vv.stride..r * vv.stride + ob.stride],
-                                );
-                            }
-                            if ins.relu && ins.terms.is_empty() {
-                                gemm::relu_in_place(row);
-                            }
+                            let v_row =
+                                vv.map(|vv| &vv.data[r * vv.stride..r * vv.stride + ob.stride]);
+                            gemm::sum_rows(level, row, u_row, v_row, fuse_relu);
                         }
                         v.is_some() && vv.is_none()
                     }

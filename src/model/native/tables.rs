@@ -17,7 +17,7 @@
 use super::form::{Lookup, Mat64};
 use crate::error::{Error, Result};
 use crate::schedule::{FieldKind, Schema};
-use crate::simd::gemm::fma_in_place;
+use crate::simd::gemm::{self, fma_in_place};
 use crate::simd::SimdLevel;
 
 /// One field's contribution.
@@ -179,7 +179,7 @@ impl FieldTables {
                     // The schema guarantees an index in range; anything else poisons the row.
                     if v >= 0.0 && (v as usize) < *vocab && v.fract() == 0.0 {
                         let v = v as usize;
-                        add(out, &table[v * s..(v + 1) * s]);
+                        gemm::add_in_place(level, out, &table[v * s..(v + 1) * s]);
                     } else {
                         out.fill(f32::NAN);
                     }
@@ -190,7 +190,7 @@ impl FieldTables {
                         match sym {
                             Some(sym) => {
                                 let j = sym * n + p;
-                                add(out, &table[j * s..(j + 1) * s]);
+                                gemm::add_in_place(level, out, &table[j * s..(j + 1) * s]);
                             }
                             None => out.fill(f32::NAN),
                         }
@@ -199,11 +199,5 @@ impl FieldTables {
                 FieldTable::Scalar { col, coef } => fma_in_place(level, out, x[*col], coef),
             }
         }
-    }
-}
-
-fn add(out: &mut [f32], row: &[f32]) {
-    for (o, r) in out.iter_mut().zip(row) {
-        *o += *r;
     }
 }
