@@ -125,6 +125,20 @@ pub fn relu_in_place(v: &mut [f32]) {
     }
 }
 
+/// `v = max(v, 0)` elementwise, compiled for `level` (NaN stays NaN).
+pub fn relu(level: SimdLevel, v: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if level >= SimdLevel::Avx512 && SimdLevel::Avx512.is_supported() {
+            // SAFETY: the CPU supports AVX-512 F (checked).
+            unsafe { x86::relu_avx512(v) };
+            return;
+        }
+    }
+    let _ = level;
+    relu_in_place(v);
+}
+
 /// `dst = a (+ b)`, then ReLU if asked, elementwise (the same bits on every level: one add
 /// per element).
 pub fn sum_rows(level: SimdLevel, dst: &mut [f32], a: &[f32], b: Option<&[f32]>, relu: bool) {
@@ -215,6 +229,11 @@ mod x86 {
     /// 4 × 2 (8 of 16).
     const TILE_ROWS: usize = 4;
     const TILE_ROWS_512: usize = 6;
+
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn relu_avx512(v: &mut [f32]) {
+        super::relu_in_place(v);
+    }
 
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn sum_rows_avx512(

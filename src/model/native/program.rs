@@ -242,7 +242,7 @@ impl Program {
                 gemm::accumulate(level, shape, x.data, &w.data, out, ins.relu && last);
             }
             if ins.relu && n_terms == 0 && !matches!(ins.init, Init::Sum { .. }) {
-                gemm::relu_in_place(out);
+                gemm::relu(level, out);
             }
             if missing {
                 // A buffer the compiler promised is absent: never return a plausible number.
