@@ -38,8 +38,11 @@ pub struct Cli {
 pub enum Command {
     /// Rank candidate schedules for one or more matrices.
     Rank(RankArgs),
-    /// Evaluate a model against measured runtimes (rank correlation, top-k loss), for CI.
+    /// Evaluate a model against measured runtimes (rank correlation, top-k loss), for CI;
+    /// `--shard I/N` evaluates one part and writes a partial report.
     Eval(EvalArgs),
+    /// Merge the partial reports of `eval --shard 1/N … N/N` into the report of one run.
+    Merge(MergeArgs),
     /// Print a model's metadata, heads, schemas and dimensions.
     Inspect(InspectArgs),
 }
@@ -133,6 +136,34 @@ pub struct EvalArgs {
     /// Never show the progress bar (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Evaluate only shard I of N (1-based; the measured files sorted by name, every N-th
+    /// from the I-th) and write a partial report with --json-out, for `dashrank merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+}
+
+#[derive(Args)]
+#[command(after_help = "\
+Combines the partial reports of `dashrank eval --shard 1/N` ... `--shard N/N` (same model,
+head, directories, default and thresholds) into the report one unsharded `dashrank eval`
+writes, byte for byte. Thresholds are checked again on all matrices (exit 2 on failure).
+
+Example:
+  for i in 1 2 3; do
+    dashrank eval --model models/waco-spmm --measured M --matrices X --shard $i/3 \\
+        --json-out part-$i.json
+  done
+  dashrank merge part-*.json --json-out report.json")]
+pub struct MergeArgs {
+    /// Partial reports written by `dashrank eval --shard I/N --json-out`.
+    #[arg(required = true, value_name = "PARTIAL")]
+    pub partials: Vec<PathBuf>,
+    /// Write the merged report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json_out: Option<PathBuf>,
+    /// Write one SVG plot per matrix into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub svg_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]

@@ -49,6 +49,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match &cli.command {
         Command::Rank(args) => rank::run(args).map(|()| ExitCode::SUCCESS),
         Command::Eval(args) => eval::run(args),
+        Command::Merge(args) => eval::merge(args),
         Command::Inspect(args) => inspect::run(args),
     }
 }
@@ -62,6 +63,12 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 /// Loads the bundle named by the flags.
 pub fn load_model(args: &ModelArgs) -> Result<Model> {
+    load_model_with(args, false)
+}
+
+/// Loads the bundle named by the flags; `deterministic` pins the dense graphs to one thread
+/// so scores are bit-identical on any load (see `LoadOptions::deterministic`).
+pub fn load_model_with(args: &ModelArgs, deterministic: bool) -> Result<Model> {
     let backend = match args.backend {
         BackendArg::Tract => Backend::Tract,
         BackendArg::Onnxruntime => Backend::OnnxRuntime {
@@ -80,6 +87,7 @@ pub fn load_model(args: &ModelArgs) -> Result<Model> {
     let options = LoadOptions {
         backend,
         threads: args.threads,
+        deterministic,
         ..LoadOptions::default()
     };
     Model::load(&args.model, &options)
