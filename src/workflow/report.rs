@@ -1,0 +1,120 @@
+//! The ranking of a space for one matrix as data: every reported entry with its line and its
+//! toolchain text (serde, for JSON output).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::rank::{SpaceCandidateStatus, SpaceCandidates, SpaceTopK};
+use crate::schedule::space::AnyConfig;
+
+/// One reported candidate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpaceRankedEntry {
+    /// 1-based rank among the ranked candidates; `None` for a default that is not ranked
+    /// (a duplicate, or rejected).
+    pub rank: Option<usize>,
+    /// Candidate index in the space's enumeration (the default may be appended last).
+    pub index: usize,
+    /// The model's score; `None` when the schema rejected the line.
+    pub score: Option<f32>,
+    /// Whether this is the toolchain's default configuration.
+    pub is_default: bool,
+    /// The candidate's status ([`status_text`]).
+    pub status: String,
+    /// The line the head's schema parsed.
+    pub line: String,
+    /// The configuration in the toolchain's own form ([`AnyConfig::render`]).
+    pub toolchain: String,
+}
+
+/// The top `k` of a space for one matrix, plus the default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpaceRankReport {
+    /// The matrix name (the SPADE CSV rows carry it).
+    pub matrix: String,
+    /// Rows of the matrix.
+    pub rows: usize,
+    /// Columns of the matrix.
+    pub cols: usize,
+    /// Stored entries of the matrix.
+    pub nnz: usize,
+    /// The head that ranked the space.
+    pub head: String,
+    /// The space's name (e.g. `taco-spmm`, `spade-spmm-unified`).
+    pub space: String,
+    /// Number of candidates, default included.
+    pub candidates: usize,
+    /// Number of ranked (valid, distinct) candidates.
+    pub ranked: usize,
+    /// The top `k`, best first, then the default if it is not among them.
+    pub entries: Vec<SpaceRankedEntry>,
+    /// Position of the default in `entries`.
+    pub default_position: usize,
+}
+
+impl SpaceRankReport {
+    /// The report of `top` over `candidates`, for the matrix named `matrix`.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::Schedule`](crate::ErrorKind::Schedule) when a configuration cannot be
+    /// rendered (never for an enumerated one).
+    pub fn new(
+        matrix: &str,
+        candidates: &SpaceCandidates<AnyConfig>,
+        top: &SpaceTopK,
+    ) -> Result<Self> {
+        let shape = candidates.shape();
+        let entries = top
+            .entries
+            .iter()
+            .map(|e| {
+                let config = candidates.config(e.index);
+                Ok(SpaceRankedEntry {
+                    rank: e.rank.map(|r| r + 1),
+                    index: e.index,
+                    score: (!e.score.is_nan()).then_some(e.score),
+                    is_default: e.is_default,
+                    status: candidates
+                        .status(e.index)
+                        .map_or_else(String::new, status_text),
+                    line: candidates.line(e.index).unwrap_or_default().to_owned(),
+                    toolchain: match config {
+                        Some(c) => c.render(matrix)?,
+                        None => String::new(),
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            matrix: matrix.to_owned(),
+            rows: shape.rows,
+            cols: shape.cols,
+            nnz: shape.nnz,
+            head: candidates.head().to_owned(),
+            space: candidates.space_name().to_owned(),
+            candidates: candidates.len(),
+            ranked: top.ranked,
+            entries,
+            default_position: top.default_position,
+        })
+    }
+
+    /// The default's entry.
+    pub fn default_entry(&self) -> Option<&SpaceRankedEntry> {
+        self.entries.get(self.default_position)
+    }
+}
+
+/// A candidate status in words: `valid`, `duplicate of #N`, `invalid for this matrix: …`,
+/// `rejected by the schema: …`.
+pub fn status_text(status: SpaceCandidateStatus<'_>) -> String {
+    match status {
+        SpaceCandidateStatus::Valid => "valid".to_owned(),
+        SpaceCandidateStatus::Duplicate { of } => format!("duplicate of #{of}"),
+        SpaceCandidateStatus::InvalidForMatrix { reason } => {
+            format!("invalid for this matrix: {reason}")
+        }
+        SpaceCandidateStatus::InvalidSchedule(e) => format!("rejected by the schema: {e}"),
+    }
+}
