@@ -7,7 +7,10 @@ use std::sync::Arc;
 use crate::model::ScorePolarity;
 use crate::{Backend, LoadOptions, Model};
 
-use super::boundary::{guard, take_handle, try_mut, try_ref, try_str, write_str, Failure};
+use super::boundary::{guard, try_mut, try_str, write_str, Failure};
+use super::handle::{
+    arc_into_handle, release_arc_handle, retain_arc_handle, try_handle, Castable, OwnershipArc,
+};
 use super::status::dashrank_status;
 use super::DASHRANK_ABI_VERSION;
 
@@ -49,7 +52,12 @@ pub struct dashrank_load_options {
 /// `dashrank_model_release` drops one; the model is freed with its last reference. A model
 /// is immutable: any number of threads may use one handle at the same time.
 pub struct dashrank_model {
-    pub(crate) model: Model,
+    _private: [u8; 0],
+}
+
+impl Castable for dashrank_model {
+    type Ownership = OwnershipArc;
+    type RustType = Model;
 }
 
 /// Fills `*options` with the defaults of this library version.
@@ -125,7 +133,7 @@ pub unsafe extern "C" fn dashrank_model_load(
             None => LoadOptions::default(),
         };
         let model = Model::load(path, &options)?;
-        *out = Arc::into_raw(Arc::new(dashrank_model { model })).cast_mut();
+        *out = arc_into_handle(Arc::new(model));
         Ok(())
     })
 }
@@ -135,11 +143,8 @@ pub unsafe extern "C" fn dashrank_model_load(
 pub unsafe extern "C" fn dashrank_model_retain(
     model: *const dashrank_model,
 ) -> *mut dashrank_model {
-    if !model.is_null() {
-        // SAFETY: a non-NULL model was returned by `dashrank_model_load` and is still live.
-        unsafe { Arc::increment_strong_count(model) };
-    }
-    model.cast_mut()
+    // SAFETY: a non-NULL model was returned by `dashrank_model_load` and is still live.
+    unsafe { retain_arc_handle(model) }
 }
 
 /// Drops the reference held in `*model` and sets `*model` to NULL; the model is freed with
@@ -149,13 +154,7 @@ pub unsafe extern "C" fn dashrank_model_retain(
 pub unsafe extern "C" fn dashrank_model_release(
     model: *mut *mut dashrank_model,
 ) -> dashrank_status {
-    guard(|| {
-        if let Some(p) = unsafe { take_handle(model, "model") }? {
-            // SAFETY: `p` came from `Arc::into_raw` and this reference is given up here.
-            drop(unsafe { Arc::from_raw(p.cast_const()) });
-        }
-        Ok(())
-    })
+    guard(|| unsafe { release_arc_handle(model, "model") })
 }
 
 pub(crate) fn head_at(model: &Model, index: usize) -> Result<&crate::model::HeadInfo, Failure> {
@@ -178,8 +177,8 @@ pub unsafe extern "C" fn dashrank_model_head_count(
     out: *mut usize,
 ) -> dashrank_status {
     guard(|| {
-        let m = unsafe { try_ref(model, "model") }?;
-        *unsafe { try_mut(out, "out") }? = m.model.info().heads.len();
+        let m = unsafe { try_handle(model, "model") }?;
+        *unsafe { try_mut(out, "out") }? = m.info().heads.len();
         Ok(())
     })
 }
@@ -195,8 +194,8 @@ pub unsafe extern "C" fn dashrank_model_head_name(
     needed: *mut usize,
 ) -> dashrank_status {
     guard(|| {
-        let m = unsafe { try_ref(model, "model") }?;
-        let head = head_at(&m.model, index)?;
+        let m = unsafe { try_handle(model, "model") }?;
+        let head = head_at(m, index)?;
         unsafe { write_str(&head.name, buf, len, needed) }
     })
 }
@@ -210,9 +209,9 @@ pub unsafe extern "C" fn dashrank_model_head_polarity(
     out: *mut u32,
 ) -> dashrank_status {
     guard(|| {
-        let m = unsafe { try_ref(model, "model") }?;
+        let m = unsafe { try_handle(model, "model") }?;
         let out = unsafe { try_mut(out, "out") }?;
-        *out = match head_at(&m.model, index)?.polarity {
+        *out = match head_at(m, index)?.polarity {
             ScorePolarity::LowerIsBetter => DASHRANK_POLARITY_LOWER_IS_BETTER,
             ScorePolarity::HigherIsBetter => DASHRANK_POLARITY_HIGHER_IS_BETTER,
         };
@@ -230,8 +229,8 @@ pub unsafe extern "C" fn dashrank_model_describe(
     needed: *mut usize,
 ) -> dashrank_status {
     guard(|| {
-        let m = unsafe { try_ref(model, "model") }?;
-        let info = m.model.info();
+        let m = unsafe { try_handle(model, "model") }?;
+        let info = m.info();
         let text = format!(
             "{}: {} (backend {}, {} heads)",
             info.family,

@@ -1,0 +1,623 @@
+//! The C ABI of whole schedule spaces (`dashrank_space_*`): enumerate a toolchain's space for
+//! a matrix with per-candidate statuses, rank it with the default always reported, render
+//! candidates in the toolchain's form, and tune through a C callback; every result equals the
+//! Rust API's, and every misuse returns its code.
+//!
+//! `scripts/ffi.sh` runs the same calls from C (`ffi-examples/c/taco_driver.c`) and C++.
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::path::PathBuf;
+use std::ptr::{null, null_mut};
+
+use dashrank::ffi::*;
+use dashrank::schedule::space::{AnySpace, MatrixShape, SpaceOptions, TacoSpace};
+use dashrank::workflow;
+use dashrank::{CostModel, CsrPattern, Kernel, LoadOptions, Model};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/fixtures")
+        .join(name)
+}
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+fn last_error() -> String {
+    let mut buf = [0 as c_char; 1024];
+    unsafe { dashrank_last_error_message(buf.as_mut_ptr(), buf.len(), null_mut()) };
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn ok(st: dashrank_status) {
+    assert_eq!(st, dashrank_status::Ok, "{}", last_error());
+}
+
+fn expect(st: dashrank_status, want: dashrank_status, needle: &str) {
+    assert_eq!(st, want, "{}", last_error());
+    assert!(
+        last_error().contains(needle),
+        "{:?} lacks {needle:?}",
+        last_error()
+    );
+}
+
+/// Reads a string through the size-query protocol.
+fn read(f: impl Fn(*mut c_char, usize, *mut usize) -> dashrank_status) -> String {
+    let mut need = 0;
+    assert_eq!(
+        f(null_mut(), 0, &mut need),
+        dashrank_status::InsufficientSize
+    );
+    let mut buf = vec![0 as c_char; need];
+    ok(f(buf.as_mut_ptr(), buf.len(), null_mut()));
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A 48 × 3000 banded pattern (wide enough that SPADE's 1024 panel is distinct).
+fn banded() -> (usize, usize, Vec<i64>, Vec<i64>) {
+    let (rows, cols) = (48, 3000);
+    let (mut rp, mut ci) = (vec![0i64], Vec::new());
+    for r in 0..rows {
+        for c in [r, r * 60, r * 60 + 7] {
+            if c < cols && !ci[rp[r] as usize..].contains(&(c as i64)) {
+                ci.push(c as i64);
+            }
+        }
+        ci[rp[r] as usize..].sort_unstable();
+        rp.push(ci.len() as i64);
+    }
+    (rows, cols, rp, ci)
+}
+
+struct Fixture {
+    model: *mut dashrank_model,
+    matrix: *mut dashrank_matrix,
+    rust: Model,
+    pattern: CsrPattern,
+}
+
+impl Fixture {
+    fn new(name: &str) -> Self {
+        let path = c(fixture(name).to_str().unwrap());
+        let mut model = null_mut();
+        ok(unsafe { dashrank_model_load(path.as_ptr(), null(), &mut model) });
+        let (rows, cols, rp, ci) = banded();
+        let mut matrix = null_mut();
+        ok(unsafe {
+            dashrank_matrix_embed_csr_i64(
+                model,
+                rows,
+                cols,
+                rp.as_ptr(),
+                ci.as_ptr(),
+                ci.len(),
+                &mut matrix,
+            )
+        });
+        let rp: Vec<usize> = rp.iter().map(|&v| v as usize).collect();
+        let ci: Vec<u32> = ci.iter().map(|&v| v as u32).collect();
+        Self {
+            model,
+            matrix,
+            rust: Model::load(fixture(name), &LoadOptions::default()).unwrap(),
+            pattern: CsrPattern::new(rows, cols, rp, ci).unwrap(),
+        }
+    }
+
+    fn prepare(&self, space: *const dashrank_space) -> *mut dashrank_space_candidates {
+        let mut out = null_mut();
+        ok(unsafe { dashrank_space_prepare(self.model, null(), space, self.matrix, &mut out) });
+        out
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        unsafe {
+            dashrank_matrix_free(&mut self.matrix);
+            dashrank_model_release(&mut self.model);
+        }
+    }
+}
+
+fn space(name: &str) -> *mut dashrank_space {
+    let mut s = null_mut();
+    ok(unsafe { dashrank_space_from_name(c(name).as_ptr(), 0, &mut s) });
+    s
+}
+
+#[test]
+fn spaces_are_made_by_target_and_kernel_or_name() {
+    let targets = [
+        (DASHRANK_TARGET_CPU_TACO, "taco"),
+        (DASHRANK_TARGET_GPU_SPARSETIR, "sparsetir"),
+        (DASHRANK_TARGET_SPADE, "spade"),
+    ];
+    let kernels = [
+        (DASHRANK_KERNEL_SPMM, "spmm"),
+        (DASHRANK_KERNEL_SDDMM, "sddmm"),
+        (DASHRANK_KERNEL_SPMV, "spmv"),
+    ];
+    for (t, tn) in targets {
+        for (k, kn) in kernels {
+            let mut s = null_mut();
+            let st = unsafe { dashrank_space_new(t, k, 64, &mut s) };
+            if tn != "taco" && kn == "spmv" {
+                expect(
+                    st,
+                    dashrank_status::UnsupportedKernel,
+                    "has no schedule space",
+                );
+                assert!(s.is_null());
+                continue;
+            }
+            ok(st);
+            let name = read(|b, l, n| unsafe { dashrank_space_name(s, b, l, n) });
+            assert_eq!(name, format!("{tn}-{kn}"));
+            ok(unsafe { dashrank_space_free(&mut s) });
+            assert!(s.is_null());
+            ok(unsafe { dashrank_space_free(&mut s) }); // NULL slot: nothing happens
+        }
+    }
+    let mut s = null_mut();
+    expect(
+        unsafe { dashrank_space_new(7, DASHRANK_KERNEL_SPMM, 0, &mut s) },
+        dashrank_status::InvalidArgument,
+        "DASHRANK_TARGET_",
+    );
+    expect(
+        unsafe { dashrank_space_new(DASHRANK_TARGET_SPADE, 9, 0, &mut s) },
+        dashrank_status::InvalidArgument,
+        "DASHRANK_KERNEL_",
+    );
+    expect(
+        unsafe { dashrank_space_from_name(c("spade-spmv").as_ptr(), 0, &mut s) },
+        dashrank_status::InvalidArgument,
+        "sparsetir-sddmm",
+    );
+    expect(
+        unsafe { dashrank_space_from_name(null(), 0, &mut s) },
+        dashrank_status::NullArgument,
+        "name",
+    );
+    expect(
+        unsafe { dashrank_space_new(0, 0, 0, null_mut()) },
+        dashrank_status::NullArgument,
+        "out",
+    );
+    expect(
+        unsafe { dashrank_space_free(null_mut()) },
+        dashrank_status::NullArgument,
+        "space",
+    );
+    assert!(s.is_null());
+}
+
+#[test]
+fn prepared_spaces_equal_the_rust_workflow() {
+    let f = Fixture::new("tiny-cognate");
+    let shape = MatrixShape::from(&f.pattern);
+    let (mut r, mut cc, mut z) = (0, 0, 0);
+    ok(unsafe { dashrank_matrix_shape(f.matrix, &mut r, &mut cc, &mut z) });
+    assert_eq!(MatrixShape::new(r, cc, z), shape);
+    let rust_matrix = f.rust.embed_matrix(&f.pattern).unwrap();
+    let mut cs = null_mut();
+    ok(unsafe { dashrank_space_new_taco(DASHRANK_KERNEL_SPMM, 4, 4, &mut cs) });
+    let spaces = [
+        (
+            cs,
+            AnySpace::from(TacoSpace::waco_up_to(Kernel::SpMM, 4, 4)),
+        ),
+        (
+            space("spade-spmm"),
+            AnySpace::from_name("spade-spmm", &SpaceOptions::default()).unwrap(),
+        ),
+        (
+            space("spade-sddmm"),
+            AnySpace::from_name("spade-sddmm", &SpaceOptions::default()).unwrap(),
+        ),
+        (
+            space("sparsetir-spmm"),
+            AnySpace::from_name("sparsetir-spmm", &SpaceOptions::default()).unwrap(),
+        ),
+    ];
+    for (mut s, rust_space) in spaces {
+        let mut cands = f.prepare(s);
+        let want = workflow::prepare(&f.rust, None, &rust_space, &shape).unwrap();
+        let (mut len, mut ranked, mut default) = (0, 0, usize::MAX);
+        ok(unsafe { dashrank_space_candidates_len(cands, &mut len, &mut ranked) });
+        ok(unsafe { dashrank_space_candidates_default(cands, &mut default) });
+        assert_eq!(
+            (len, ranked, default),
+            (want.len(), want.ranked_count(), want.default_index())
+        );
+        let mut duplicates = 0;
+        for i in (0..len).step_by((len / 300).max(1)).chain([default]) {
+            let mut info = dashrank_candidate_info {
+                state: 99,
+                duplicate_of: 0,
+                is_default: false,
+            };
+            ok(unsafe { dashrank_space_candidates_info(cands, i, &mut info) });
+            let status = want.status(i).unwrap();
+            let state = match status {
+                dashrank::rank::SpaceCandidateStatus::Valid => DASHRANK_CANDIDATE_VALID,
+                dashrank::rank::SpaceCandidateStatus::Duplicate { of } => {
+                    assert_eq!(info.duplicate_of, of);
+                    duplicates += 1;
+                    DASHRANK_CANDIDATE_DUPLICATE
+                }
+                dashrank::rank::SpaceCandidateStatus::InvalidForMatrix { .. } => {
+                    DASHRANK_CANDIDATE_INVALID_FOR_MATRIX
+                }
+                dashrank::rank::SpaceCandidateStatus::InvalidSchedule(_) => {
+                    DASHRANK_CANDIDATE_INVALID_SCHEDULE
+                }
+            };
+            assert_eq!(info.state, state);
+            assert_eq!(info.is_default, i == default);
+            let msg =
+                read(|b, l, n| unsafe { dashrank_space_candidates_message(cands, i, b, l, n) });
+            assert_eq!(msg, workflow::status_text(status));
+            let line = read(|b, l, n| unsafe { dashrank_space_candidates_line(cands, i, b, l, n) });
+            assert_eq!(line, want.line(i).unwrap());
+            let name = c("band");
+            let text = read(|b, l, n| unsafe {
+                dashrank_space_candidates_render(cands, i, name.as_ptr(), b, l, n)
+            });
+            assert_eq!(text, want.config(i).unwrap().render("band").unwrap());
+        }
+        if rust_space.entry().name.starts_with("spade") {
+            assert!(
+                duplicates > 0,
+                "3000 columns: 16384/65536 panels duplicate all columns"
+            );
+        }
+
+        // Ranking: equal to top_k_with_default, the default always reported.
+        let top = f.rust.top_k_with_default(&rust_matrix, &want, 5).unwrap();
+        let mut out = vec![
+            dashrank_ranked {
+                index: 0,
+                score: 0.0,
+                rank: 0,
+                is_default: false
+            };
+            6
+        ];
+        let mut n = 0;
+        ok(unsafe {
+            dashrank_space_top_k(
+                f.model,
+                f.matrix,
+                cands,
+                5,
+                out.as_mut_ptr(),
+                out.len(),
+                &mut n,
+            )
+        });
+        assert_eq!(n, top.entries.len());
+        for (got, e) in out.iter().zip(&top.entries) {
+            assert_eq!((got.index, got.is_default), (e.index, e.is_default));
+            assert_eq!(got.score.to_bits(), e.score.to_bits());
+            assert_eq!(got.rank, e.rank.map_or(0, |r| r + 1));
+        }
+        assert_eq!(out[..n].iter().filter(|e| e.is_default).count(), 1);
+        // A short buffer reports the size needed and writes nothing.
+        let mut short = [out[0]; 1];
+        let mut need = 0;
+        expect(
+            unsafe {
+                dashrank_space_top_k(
+                    f.model,
+                    f.matrix,
+                    cands,
+                    5,
+                    short.as_mut_ptr(),
+                    1,
+                    &mut need,
+                )
+            },
+            dashrank_status::InsufficientSize,
+            "needed",
+        );
+        assert_eq!(need, n);
+        ok(unsafe { dashrank_space_candidates_free(&mut cands) });
+        ok(unsafe { dashrank_space_free(&mut s) });
+        assert!(cands.is_null() && s.is_null());
+    }
+}
+
+/// The measure callback: a deterministic "runtime" from the toolchain text, failing every
+/// third candidate; it counts its calls through `user_data`.
+unsafe extern "C" fn fake_measure(
+    user_data: *mut c_void,
+    request: *const dashrank_measure_request,
+    out_ms: *mut f64,
+) -> bool {
+    let calls = unsafe { &mut *(user_data as *mut Vec<(usize, String, bool)>) };
+    let r = unsafe { &*request };
+    let text = unsafe { CStr::from_ptr(r.toolchain) }
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let line = unsafe { CStr::from_ptr(r.line) }.to_str().unwrap();
+    assert!(!line.is_empty());
+    calls.push((r.index, text.clone(), r.is_default));
+    if calls.len() % 3 == 0 {
+        return false;
+    }
+    unsafe { *out_ms = fake_ms(&text) };
+    true
+}
+
+fn fake_ms(text: &str) -> f64 {
+    1.0 + (text.bytes().map(u64::from).sum::<u64>() % 97) as f64 / 10.0
+}
+
+#[test]
+fn tuning_through_a_c_callback_equals_model_tune() {
+    let f = Fixture::new("tiny-cognate");
+    let mut s = space("sparsetir-spmm");
+    let mut cands = f.prepare(s);
+    let shape = MatrixShape::from(&f.pattern);
+    let rust_space = AnySpace::from_name("sparsetir-spmm", &SpaceOptions::default()).unwrap();
+    let want_cands = workflow::prepare(&f.rust, None, &rust_space, &shape).unwrap();
+    let rust_matrix = f.rust.embed_matrix(&f.pattern).unwrap();
+    let mut rust_calls = 0;
+    let want = f
+        .rust
+        .tune(&rust_matrix, &want_cands, 6, |i| {
+            rust_calls += 1;
+            let text = want_cands.config(i).unwrap().render("band").unwrap();
+            (rust_calls % 3 != 0).then(|| fake_ms(&text))
+        })
+        .unwrap();
+
+    let mut calls: Vec<(usize, String, bool)> = Vec::new();
+    let mut result = std::mem::MaybeUninit::<dashrank_tune_result>::zeroed();
+    let mut ms = vec![
+        dashrank_measurement {
+            ranked: dashrank_ranked {
+                index: 0,
+                score: 0.0,
+                rank: 0,
+                is_default: false
+            },
+            ok: false,
+            ms: 0.0
+        };
+        7
+    ];
+    let mut n = 0;
+    let name = c("band");
+    ok(unsafe {
+        dashrank_space_tune(
+            f.model,
+            f.matrix,
+            cands,
+            6,
+            name.as_ptr(),
+            Some(fake_measure),
+            (&mut calls as *mut Vec<(usize, String, bool)>).cast(),
+            result.as_mut_ptr(),
+            ms.as_mut_ptr(),
+            ms.len(),
+            &mut n,
+        )
+    });
+    let result = unsafe { result.assume_init() };
+    assert_eq!(n, want.measurements.len());
+    assert_eq!(calls.len(), n);
+    for ((got, call), m) in ms.iter().zip(&calls).zip(&want.measurements) {
+        assert_eq!((got.ranked.index, call.0), (m.index, m.index));
+        assert_eq!((got.ok, got.ms.is_nan()), (m.ms.is_some(), m.ms.is_none()));
+        if let Some(t) = m.ms {
+            assert_eq!(got.ms, t);
+        }
+        assert_eq!(call.2, m.is_default);
+        assert_eq!(
+            call.1,
+            want_cands.config(m.index).unwrap().render("band").unwrap()
+        );
+    }
+    assert!(calls.last().unwrap().2 || want.ranking.default_position < 6);
+    let best = want.best.unwrap();
+    assert!(result.has_best);
+    assert_eq!(
+        (result.best_index, result.best_ms),
+        (best.index, best.ms.unwrap())
+    );
+    assert_eq!(result.default_index, want_cands.default_index());
+    assert_eq!(result.measured, n);
+    assert_eq!(
+        result.failed,
+        want.measurements.iter().filter(|m| m.ms.is_none()).count()
+    );
+    assert!(result.failed > 0, "every third measurement fails");
+    match want.speedup_over_default() {
+        Some(x) => assert_eq!(result.speedup_over_default, x),
+        None => assert!(result.speedup_over_default.is_nan()),
+    }
+    assert!(result.best_ms <= result.default_ms || result.default_ms.is_nan());
+
+    // The measurement array is checked before anything runs; NULL skips it.
+    calls.clear();
+    let mut need = 0;
+    let mut r2 = std::mem::MaybeUninit::<dashrank_tune_result>::zeroed();
+    let user: *mut c_void = (&mut calls as *mut Vec<(usize, String, bool)>).cast();
+    expect(
+        unsafe {
+            dashrank_space_tune(
+                f.model,
+                f.matrix,
+                cands,
+                6,
+                null(),
+                Some(fake_measure),
+                user,
+                r2.as_mut_ptr(),
+                ms.as_mut_ptr(),
+                2,
+                &mut need,
+            )
+        },
+        dashrank_status::InsufficientSize,
+        "measurements",
+    );
+    assert_eq!(need, 7);
+    assert!(
+        calls.is_empty(),
+        "nothing measured before the capacity check"
+    );
+    ok(unsafe {
+        dashrank_space_tune(
+            f.model,
+            f.matrix,
+            cands,
+            2,
+            null(),
+            Some(fake_measure),
+            user,
+            r2.as_mut_ptr(),
+            null_mut(),
+            0,
+            &mut need,
+        )
+    });
+    assert!(need <= 3 && calls.len() == need);
+    expect(
+        unsafe {
+            dashrank_space_tune(
+                f.model,
+                f.matrix,
+                cands,
+                2,
+                null(),
+                None,
+                user,
+                r2.as_mut_ptr(),
+                null_mut(),
+                0,
+                null_mut(),
+            )
+        },
+        dashrank_status::NullArgument,
+        "measure",
+    );
+    ok(unsafe { dashrank_space_candidates_free(&mut cands) });
+    ok(unsafe { dashrank_space_free(&mut s) });
+}
+
+#[test]
+fn space_misuse_returns_codes() {
+    let f = Fixture::new("tiny-cognate");
+    let mut s = space("spade-spmm");
+    let mut out = null_mut();
+    // A head for another target, an unknown head, a missing head for the space.
+    expect(
+        unsafe {
+            dashrank_space_prepare(f.model, c("cpu-taco/spmm").as_ptr(), s, f.matrix, &mut out)
+        },
+        dashrank_status::InvalidArgument,
+        "not spade spmm",
+    );
+    expect(
+        unsafe { dashrank_space_prepare(f.model, c("spade/none").as_ptr(), s, f.matrix, &mut out) },
+        dashrank_status::UnknownHead,
+        "spade/none",
+    );
+    let mut sddmm_taco = space("taco-sddmm");
+    expect(
+        unsafe { dashrank_space_prepare(f.model, null(), sddmm_taco, f.matrix, &mut out) },
+        dashrank_status::InvalidArgument,
+        "no head for cpu-taco sddmm",
+    );
+    assert!(out.is_null());
+    let st = unsafe { dashrank_space_prepare(null(), null(), s, f.matrix, &mut out) };
+    expect(st, dashrank_status::NullArgument, "model");
+    let st = unsafe { dashrank_space_prepare(f.model, null(), null(), f.matrix, &mut out) };
+    expect(st, dashrank_status::NullArgument, "space");
+    let st = unsafe { dashrank_space_prepare(f.model, null(), s, null(), &mut out) };
+    expect(st, dashrank_status::NullArgument, "matrix");
+    let st = unsafe { dashrank_space_prepare(f.model, null(), s, f.matrix, null_mut()) };
+    expect(st, dashrank_status::NullArgument, "out");
+    let mut cands = f.prepare(s);
+    let mut info = dashrank_candidate_info {
+        state: 0,
+        duplicate_of: 0,
+        is_default: false,
+    };
+    expect(
+        unsafe { dashrank_space_candidates_info(cands, 256, &mut info) },
+        dashrank_status::IndexOutOfRange,
+        "256",
+    );
+    let mut buf = [0 as c_char; 8];
+    expect(
+        unsafe {
+            dashrank_space_candidates_render(cands, 9999, null(), buf.as_mut_ptr(), 8, null_mut())
+        },
+        dashrank_status::IndexOutOfRange,
+        "9999",
+    );
+    // A truncated render is still NUL-terminated.
+    expect(
+        unsafe {
+            dashrank_space_candidates_render(cands, 0, null(), buf.as_mut_ptr(), 8, null_mut())
+        },
+        dashrank_status::InsufficientSize,
+        "too small",
+    );
+    assert_eq!(
+        unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap(),
+        "matrix,"
+    );
+    let bad_utf8 = [0xffu8 as c_char, 0];
+    expect(
+        unsafe {
+            dashrank_space_candidates_render(
+                cands,
+                0,
+                bad_utf8.as_ptr(),
+                buf.as_mut_ptr(),
+                8,
+                null_mut(),
+            )
+        },
+        dashrank_status::InvalidUtf8,
+        "matrix_name",
+    );
+    let mut n = 0;
+    expect(
+        unsafe { dashrank_space_top_k(f.model, f.matrix, cands, 3, null_mut(), 4, &mut n) },
+        dashrank_status::NullArgument,
+        "out",
+    );
+    // Ranking with another model's matrix embedding is refused.
+    let other = Fixture::new("tiny-dash");
+    let mut one = [dashrank_ranked {
+        index: 0,
+        score: 0.0,
+        rank: 0,
+        is_default: false,
+    }; 4];
+    expect(
+        unsafe {
+            dashrank_space_top_k(f.model, other.matrix, cands, 3, one.as_mut_ptr(), 4, &mut n)
+        },
+        dashrank_status::InvalidArgument,
+        "different model",
+    );
+    ok(unsafe { dashrank_space_candidates_free(&mut cands) });
+    ok(unsafe { dashrank_space_free(&mut s) });
+    ok(unsafe { dashrank_space_free(&mut sddmm_taco) });
+}
