@@ -230,8 +230,9 @@ typedef struct dashrank_ranked {
   size_t index;
   // The model's score; NaN when the head's schema rejected the candidate's line.
   float score;
-  // 1-based rank among the ranked candidates (1 = predicted best); 0 when the candidate
-  // is not ranked (only possible for the default: a duplicate or rejected).
+  // 1-based predicted rank: one plus the number of ranked candidates predicted better
+  // (1 = the best). An unranked default (a duplicate, or rejected by the toolchain) still
+  // gets the rank its score would have; 0 when it has no score.
   size_t rank;
   // Whether this is the toolchain's default configuration.
   bool is_default;

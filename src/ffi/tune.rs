@@ -20,8 +20,9 @@ pub struct dashrank_ranked {
     pub index: usize,
     /// The model's score; NaN when the head's schema rejected the candidate's line.
     pub score: f32,
-    /// 1-based rank among the ranked candidates (1 = predicted best); 0 when the candidate
-    /// is not ranked (only possible for the default: a duplicate or rejected).
+    /// 1-based predicted rank: one plus the number of ranked candidates predicted better
+    /// (1 = the best). An unranked default (a duplicate, or rejected by the toolchain) still
+    /// gets the rank its score would have; 0 when it has no score.
     pub rank: usize,
     /// Whether this is the toolchain's default configuration.
     pub is_default: bool,

@@ -113,7 +113,13 @@ fn wanted(target: Option<Target>, kernel: Option<Kernel>) -> String {
 fn describe_heads<'a>(heads: impl IntoIterator<Item = &'a HeadInfo>) -> String {
     let all: Vec<String> = heads
         .into_iter()
-        .map(|h| format!("{} = {} {}", h.name, h.target, h.kernel))
+        .map(|h| {
+            if h.name == format!("{}/{}", h.target, h.kernel) {
+                h.name.clone()
+            } else {
+                format!("{} ({} {})", h.name, h.target, h.kernel)
+            }
+        })
         .collect();
     all.join(", ")
 }

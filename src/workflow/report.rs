@@ -10,8 +10,9 @@ use crate::schedule::space::AnyConfig;
 /// One reported candidate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpaceRankedEntry {
-    /// 1-based rank among the ranked candidates; `None` for a default that is not ranked
-    /// (a duplicate, or rejected).
+    /// 1-based predicted rank: one plus the number of ranked candidates predicted better.
+    /// An unranked default (a duplicate, or rejected by the toolchain) gets the rank its
+    /// score would have; `None` when it has no score (the schema rejected its line).
     pub rank: Option<usize>,
     /// Candidate index in the space's enumeration (the default may be appended last).
     pub index: usize,
