@@ -11,8 +11,9 @@ cargo fmt --all -- --check
 cargo clippy --quiet --all-targets -- -D warnings
 cargo clippy --quiet --all-targets --no-default-features --features onnxruntime -- -D warnings
 
-echo "== Python exporter tests"
+echo "== Python exporter tests (this CPU's OpenBLAS kernels, then the Haswell/AVX2 ones)"
 .venv/bin/python -m pytest onnx/tests -q
+OPENBLAS_CORETYPE=Haswell .venv/bin/python -m pytest onnx/tests -q
 
 echo "== reference outputs of the real WACO models (numpy oracle)"
 mkdir -p target/golden
