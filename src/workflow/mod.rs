@@ -34,11 +34,11 @@ mod command;
 mod report;
 
 pub use command::{parse_ms, MeasureCommand, MeasureFailure};
-pub use report::{status_text, SpaceRankReport, SpaceRankedEntry};
+pub use report::{status_text, SpaceRankReport, SpaceRankedEntry, TuneEntry, TuneReport};
 
 use crate::error::{Error, Result};
 use crate::model::{HeadInfo, Model, ModelInfo};
-use crate::rank::SpaceCandidates;
+use crate::rank::{SpaceCache, SpaceCandidates};
 use crate::schedule::space::{AnyConfig, AnySpace, LineForm, MatrixShape};
 use crate::vocab::{Kernel, Target};
 
@@ -151,10 +151,33 @@ pub fn prepare(
     space: &AnySpace,
     shape: &MatrixShape,
 ) -> Result<SpaceCandidates<AnyConfig>> {
+    let (head, space) = for_head(model, head, space)?;
+    model.prepare_space(&head, &space, shape)
+}
+
+/// As [`prepare`], reusing schedule embeddings across matrices through `cache`
+/// ([`Model::prepare_space_cached`]): a TACO or SparseTIR space is embedded once for all
+/// matrices, a SPADE space once per distinct column count.
+///
+/// # Errors
+///
+/// As [`prepare`].
+pub fn prepare_cached(
+    model: &Model,
+    head: Option<&str>,
+    space: &AnySpace,
+    shape: &MatrixShape,
+    cache: &SpaceCache,
+) -> Result<SpaceCandidates<AnyConfig>> {
+    let (head, space) = for_head(model, head, space)?;
+    model.prepare_space_cached(&head, &space, shape, cache)
+}
+
+/// The head for `space` and the space in the line form that head parses.
+fn for_head(model: &Model, head: Option<&str>, space: &AnySpace) -> Result<(String, AnySpace)> {
     let h = head_for_space(model.info(), head, space)?;
     let form = LineForm::for_schema(model.schema(&h.name)?, space)?;
-    let space = space.clone().with_form(form);
-    model.prepare_space(&h.name, &space, shape)
+    Ok((h.name.clone(), space.clone().with_form(form)))
 }
 
 #[cfg(test)]

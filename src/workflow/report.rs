@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::rank::{SpaceCandidateStatus, SpaceCandidates, SpaceTopK};
+use crate::rank::{SpaceCandidateStatus, SpaceCandidates, SpaceTopK, TuneResult};
 use crate::schedule::space::AnyConfig;
 
 /// One reported candidate.
@@ -117,5 +117,89 @@ pub fn status_text(status: SpaceCandidateStatus<'_>) -> String {
             format!("invalid for this matrix: {reason}")
         }
         SpaceCandidateStatus::InvalidSchedule(e) => format!("rejected by the schema: {e}"),
+    }
+}
+
+/// One measurement of a tuning run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneEntry {
+    /// The candidate's ranking entry (rank, index, score, default, line, toolchain text).
+    #[serde(flatten)]
+    pub ranked: SpaceRankedEntry,
+    /// The measured time in milliseconds; `None` when the measurement failed.
+    pub ms: Option<f64>,
+    /// Why the measurement failed, when the measure function said.
+    pub failure: Option<String>,
+}
+
+/// A tuning run as data: every measurement in the order taken, the fastest, the default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneReport {
+    /// The matrix name.
+    pub matrix: String,
+    /// The head that ranked the space.
+    pub head: String,
+    /// The space's name.
+    pub space: String,
+    /// Number of candidates, default included.
+    pub candidates: usize,
+    /// Number of ranked candidates.
+    pub ranked: usize,
+    /// The measurements: the top `k` best first, then the default if it was not among them.
+    pub measurements: Vec<TuneEntry>,
+    /// The fastest measured candidate (the default included); `None` when all failed.
+    pub best_index: Option<usize>,
+    /// Its time in milliseconds.
+    pub best_ms: Option<f64>,
+    /// The default's index.
+    pub default_index: usize,
+    /// The default's time in milliseconds, when measured.
+    pub default_ms: Option<f64>,
+    /// `default_ms / best_ms`, when both were measured and `best_ms > 0`.
+    pub speedup_over_default: Option<f64>,
+}
+
+impl TuneReport {
+    /// The report of `tuned` over `candidates` for the matrix named `matrix`; `failures`
+    /// gives the reason of each failed measurement, by candidate index.
+    ///
+    /// # Errors
+    ///
+    /// As [`SpaceRankReport::new`].
+    pub fn new(
+        matrix: &str,
+        candidates: &SpaceCandidates<AnyConfig>,
+        tuned: &TuneResult,
+        failures: &[(usize, String)],
+    ) -> Result<Self> {
+        let ranking = SpaceRankReport::new(matrix, candidates, &tuned.ranking)?;
+        let measurements = ranking
+            .entries
+            .into_iter()
+            .zip(&tuned.measurements)
+            .map(|(ranked, m)| TuneEntry {
+                ms: m.ms,
+                failure: m
+                    .ms
+                    .is_none()
+                    .then(|| failures.iter().find(|(i, _)| *i == m.index))
+                    .flatten()
+                    .map(|(_, why)| why.clone()),
+                ranked,
+            })
+            .collect();
+        Ok(Self {
+            matrix: matrix.to_owned(),
+            head: ranking.head,
+            space: ranking.space,
+            candidates: ranking.candidates,
+            ranked: ranking.ranked,
+            measurements,
+            best_index: tuned.best.map(|b| b.index),
+            best_ms: tuned.best.and_then(|b| b.ms),
+            default_index: candidates.default_index(),
+            default_ms: tuned.default_measurement().and_then(|m| m.ms),
+            speedup_over_default: tuned.speedup_over_default(),
+        })
     }
 }

@@ -7,7 +7,9 @@ mod eval;
 mod flags;
 mod inspect;
 mod rank;
+mod space;
 mod svg;
+mod tune;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match &cli.command {
         Command::Rank(args) => rank::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Tune(args) => tune::run(args).map(|()| ExitCode::SUCCESS),
         Command::Eval(args) => eval::run(args),
         Command::Merge(args) => eval::merge(args),
         Command::Inspect(args) => inspect::run(args),
