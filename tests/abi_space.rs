@@ -179,6 +179,11 @@ fn spaces_are_made_by_target_and_kernel_or_name() {
     );
     expect(
         unsafe { dashrank_space_from_name(c("spade-spmv").as_ptr(), 0, &mut s) },
+        dashrank_status::UnsupportedKernel,
+        "it supports: spmm, sddmm",
+    );
+    expect(
+        unsafe { dashrank_space_from_name(c("taco-spgemm").as_ptr(), 0, &mut s) },
         dashrank_status::InvalidArgument,
         "sparsetir-sddmm",
     );

@@ -161,8 +161,10 @@ pub unsafe extern "C" fn dashrank_space_new_taco(
 }
 
 /// As `dashrank_space_new`, with the space's name: `taco-spmm`, `taco-sddmm`, `taco-spmv`,
-/// `spade-spmm`, `spade-sddmm`, `sparsetir-spmm` or `sparsetir-sddmm`. The name is read
-/// during the call only.
+/// `spade-spmm`, `spade-sddmm`, `sparsetir-spmm` or `sparsetir-sddmm` (a target's canonical
+/// name works too, e.g. `cpu-taco-spmm`). `spade-spmv` and `sparsetir-spmv` give
+/// `DASHRANK_STATUS_UNSUPPORTED_KERNEL`, any other name `DASHRANK_STATUS_INVALID_ARGUMENT`.
+/// The name is read during the call only.
 #[no_mangle]
 pub unsafe extern "C" fn dashrank_space_from_name(
     name: *const c_char,
