@@ -66,34 +66,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         model.info().model_name,
         model.info().family
     );
-    for (name, lines, top) in [
+    let line = |c: &dyn Fn(usize) -> Option<String>, i: usize| c(i).unwrap_or_default();
+    for (name, len, lines, top) in [
         (
             "TACO",
-            cpu.lines(),
+            cpu.len(),
+            &(|i| cpu.line(i)) as &dyn Fn(usize) -> Option<String>,
             model.top_k_with_default(&matrix, &cpu, 3)?,
         ),
         (
             "SparseTIR",
-            gpu.lines(),
+            gpu.len(),
+            &(|i| gpu.line(i)) as &dyn Fn(usize) -> Option<String>,
             model.top_k_with_default(&matrix, &gpu, 3)?,
         ),
         (
             "SPADE",
-            spade.lines(),
+            spade.len(),
+            &(|i| spade.line(i)) as &dyn Fn(usize) -> Option<String>,
             model.top_k_with_default(&matrix, &spade, 3)?,
         ),
     ] {
-        println!(
-            "\n{name}: {} candidates, {} ranked",
-            lines.len(),
-            top.ranked
-        );
+        println!("\n{name}: {len} candidates, {} ranked", top.ranked);
         for e in &top.entries {
             let tag = if e.is_default { "default" } else { "" };
             let rank = e.rank.map_or("-".to_string(), |r| (r + 1).to_string());
             println!(
                 "  #{rank:<6} score {:>10.5}  {tag:<7}  {}",
-                e.score, lines[e.index]
+                e.score,
+                line(lines, e.index)
             );
         }
     }
@@ -104,7 +105,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(best) = &tuned.best {
         println!(
             "\nSPADE tuning: fastest measured {} ({:?} ms); default {:?} ms",
-            spade.lines()[best.index],
+            spade.line(best.index).unwrap_or_default(),
             best.ms,
             tuned.default_measurement().and_then(|m| m.ms)
         );

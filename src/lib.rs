@@ -21,10 +21,10 @@ mod tvm;
 pub mod vocab;
 pub mod workflow;
 
-pub use model::{Backend, LoadOptions, Model, ModelInfo};
+pub use model::{Backend, BundleIntegrity, LoadOptions, ManifestEntry, Model, ModelInfo};
 pub use pattern::CsrPattern;
 pub use rank::{
-    CandidateSet, CandidateStatus, CostModel, Ranked, SpaceCache, SpaceCandidates, SpaceTopK,
+    CandidateSet, CandidateStatus, CostModel, PreparedSpace, Ranked, SpaceCandidates, SpaceTopK,
     TuneResult,
 };
 pub use simd::SimdLevel;

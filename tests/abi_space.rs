@@ -253,16 +253,16 @@ fn prepared_spaces_equal_the_rust_workflow() {
             ok(unsafe { dashrank_space_candidates_info(cands, i, &mut info) });
             let status = want.status(i).unwrap();
             let state = match status {
-                dashrank::rank::SpaceCandidateStatus::Valid => DASHRANK_CANDIDATE_VALID,
-                dashrank::rank::SpaceCandidateStatus::Duplicate { of } => {
+                dashrank::rank::CandidateStatus::Valid => DASHRANK_CANDIDATE_VALID,
+                dashrank::rank::CandidateStatus::Duplicate { of } => {
                     assert_eq!(info.duplicate_of, of);
                     duplicates += 1;
                     DASHRANK_CANDIDATE_DUPLICATE
                 }
-                dashrank::rank::SpaceCandidateStatus::InvalidForMatrix { .. } => {
+                dashrank::rank::CandidateStatus::InvalidForMatrix { .. } => {
                     DASHRANK_CANDIDATE_INVALID_FOR_MATRIX
                 }
-                dashrank::rank::SpaceCandidateStatus::InvalidSchedule(_) => {
+                dashrank::rank::CandidateStatus::InvalidSchedule(_) => {
                     DASHRANK_CANDIDATE_INVALID_SCHEDULE
                 }
             };

@@ -25,16 +25,35 @@ fn fixture(name: &str) -> String {
 
 const MATRIX: &str = "ffi-examples/data/band96.mtx";
 
-/// Runs the CLI from the repository root (backend flags as in `tests/cli.rs`).
+/// Runs the CLI from the repository root, with the backend flags of `DASHRANK_TEST_BACKEND`.
 fn dashrank(args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dashrank"));
     cmd.args(args).current_dir(repo());
-    if !cfg!(feature = "tract") && args.contains(&"--model") {
-        let lib = std::env::var("DASHRANK_ORT_LIB")
-            .expect("DASHRANK_ORT_LIB must name libonnxruntime (run `bash scripts/ort-lib.sh`)");
-        cmd.args(["--backend", "onnxruntime", "--ort-lib", &lib]);
+    if args.contains(&"--model") {
+        cmd.args(backend_args());
     }
     cmd.output().expect("running dashrank")
+}
+
+/// The CLI flags selecting the backend under test: none for the native engine (the
+/// default), else as `DASHRANK_TEST_BACKEND` says (`tract`, or `onnxruntime` with
+/// `DASHRANK_ORT_LIB`), as `tests/common` does for the library tests.
+fn backend_args() -> Vec<String> {
+    match std::env::var("DASHRANK_TEST_BACKEND").as_deref() {
+        Ok("tract") => vec!["--backend".into(), "tract".into()],
+        Ok("onnxruntime") => {
+            let lib = std::env::var("DASHRANK_ORT_LIB").expect(
+                "DASHRANK_ORT_LIB must name libonnxruntime (run `bash scripts/ort-lib.sh`)",
+            );
+            vec![
+                "--backend".into(),
+                "onnxruntime".into(),
+                "--ort-lib".into(),
+                lib,
+            ]
+        }
+        _ => Vec::new(),
+    }
 }
 
 fn ok(out: &Output) -> String {
@@ -261,7 +280,7 @@ fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
             "--format",
             "json",
         ])
-        .args(common_backend_args())
+        .args(backend_args())
         .output()
         .unwrap();
     let report: Value = serde_json::from_str(&ok(&out)).unwrap();
@@ -326,19 +345,6 @@ fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
         "has no {}",
     );
     let _ = dir;
-}
-
-fn common_backend_args() -> Vec<String> {
-    if cfg!(feature = "tract") {
-        return Vec::new();
-    }
-    let lib = std::env::var("DASHRANK_ORT_LIB").expect("DASHRANK_ORT_LIB");
-    vec![
-        "--backend".into(),
-        "onnxruntime".into(),
-        "--ort-lib".into(),
-        lib,
-    ]
 }
 
 /// Measured data for `n` banded matrices: 30 TACO lines each with made-up runtimes, one

@@ -73,8 +73,8 @@ pub unsafe extern "C" fn dashrank_candidates_len(
     })
 }
 
-fn status_at(c: &CandidateSet, index: usize) -> Result<&CandidateStatus, Failure> {
-    c.statuses().get(index).ok_or_else(|| {
+fn status_at(c: &CandidateSet, index: usize) -> Result<CandidateStatus<'_>, Failure> {
+    c.status(index).ok_or_else(|| {
         Failure::new(
             dashrank_status::IndexOutOfRange,
             format!(
@@ -98,8 +98,8 @@ pub unsafe extern "C" fn dashrank_candidates_status(
         let c = unsafe { try_handle(candidates, "candidates") }?;
         let out = unsafe { try_mut(status, "status") }?;
         *out = match status_at(c, index)? {
-            CandidateStatus::Valid => dashrank_status::Ok,
-            CandidateStatus::Invalid(e) => dashrank_status::from_error(e),
+            CandidateStatus::InvalidSchedule(e) => dashrank_status::from_error(e),
+            _ => dashrank_status::Ok,
         };
         Ok(())
     })
@@ -119,8 +119,8 @@ pub unsafe extern "C" fn dashrank_candidates_message(
     guard(|| {
         let c = unsafe { try_handle(candidates, "candidates") }?;
         let text = match status_at(c, index)? {
-            CandidateStatus::Valid => String::new(),
-            CandidateStatus::Invalid(e) => e.to_string(),
+            CandidateStatus::InvalidSchedule(e) => e.to_string(),
+            _ => String::new(),
         };
         unsafe { write_str(&text, buf, len, needed) }
     })

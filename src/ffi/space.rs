@@ -4,7 +4,7 @@
 
 use std::ffi::c_char;
 
-use crate::rank::{SpaceCandidateStatus, SpaceCandidates};
+use crate::rank::{CandidateStatus, SpaceCandidates};
 use crate::schedule::space::{AnyConfig, AnySpace, SpaceOptions, TacoSpace};
 use crate::vocab::{Kernel, Target};
 use crate::workflow;
@@ -269,7 +269,7 @@ pub unsafe extern "C" fn dashrank_space_candidates_default(
 fn status_of<'a>(
     c: &'a SpaceCandidates<AnyConfig>,
     index: usize,
-) -> FfiResult<SpaceCandidateStatus<'a>> {
+) -> FfiResult<CandidateStatus<'a>> {
     c.status(index).ok_or_else(|| out_of_range(c, index))
 }
 
@@ -295,12 +295,10 @@ pub unsafe extern "C" fn dashrank_space_candidates_info(
         let c = unsafe { try_handle(candidates, "candidates") }?;
         let out = unsafe { try_mut(info, "info") }?;
         let (state, duplicate_of) = match status_of(c, index)? {
-            SpaceCandidateStatus::Valid => (DASHRANK_CANDIDATE_VALID, 0),
-            SpaceCandidateStatus::Duplicate { of } => (DASHRANK_CANDIDATE_DUPLICATE, of),
-            SpaceCandidateStatus::InvalidForMatrix { .. } => {
-                (DASHRANK_CANDIDATE_INVALID_FOR_MATRIX, 0)
-            }
-            SpaceCandidateStatus::InvalidSchedule(_) => (DASHRANK_CANDIDATE_INVALID_SCHEDULE, 0),
+            CandidateStatus::Valid => (DASHRANK_CANDIDATE_VALID, 0),
+            CandidateStatus::Duplicate { of } => (DASHRANK_CANDIDATE_DUPLICATE, of),
+            CandidateStatus::InvalidForMatrix { .. } => (DASHRANK_CANDIDATE_INVALID_FOR_MATRIX, 0),
+            CandidateStatus::InvalidSchedule(_) => (DASHRANK_CANDIDATE_INVALID_SCHEDULE, 0),
         };
         *out = dashrank_candidate_info {
             state,
@@ -342,7 +340,7 @@ pub unsafe extern "C" fn dashrank_space_candidates_line(
     guard(|| {
         let c = unsafe { try_handle(candidates, "candidates") }?;
         let line = c.line(index).ok_or_else(|| out_of_range(c, index))?;
-        unsafe { write_str(line, buf, len, needed) }
+        unsafe { write_str(&line, buf, len, needed) }
     })
 }
 

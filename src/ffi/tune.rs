@@ -264,5 +264,5 @@ fn request_for(
     let text = config.render(name)?;
     let line = c.line(index).unwrap_or_default();
     let nul = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
-    Ok((nul(&text), nul(line)))
+    Ok((nul(&text), nul(&line)))
 }

@@ -182,6 +182,20 @@ impl ShapeNormalization {
     }
 }
 
+/// The arithmetic of a head on the native engine, counted from its compiled program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HeadCost {
+    /// Multiply-adds per candidate at preparation (`CostModel::prepare_candidates`), table
+    /// rows counted as one add per value.
+    pub prepare_macs: usize,
+    /// Multiply-adds per matrix (the matrix half of the folded predictor).
+    pub matrix_macs: usize,
+    /// Multiply-adds per (matrix, candidate) pair when scoring.
+    pub score_macs: usize,
+    /// Floats stored per prepared candidate.
+    pub stored_floats: usize,
+}
+
 /// Facts about one head (a schedule embedder + predictor pair).
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeadInfo {
@@ -201,6 +215,19 @@ pub struct HeadInfo {
     pub schedule_width: usize,
     /// Width of the schedule embedding.
     pub schedule_embedding_dim: usize,
+    /// The head's arithmetic when it runs on the native engine (`None` on `ort`).
+    pub cost: Option<HeadCost>,
+}
+
+/// Which engine runs one dense graph of a bundle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphEngine {
+    /// The bundle file of the graph.
+    pub file: String,
+    /// `native`, `tract` or `onnxruntime`.
+    pub engine: String,
+    /// Why the native engine does not run it, when it runs on a fallback.
+    pub note: Option<String>,
 }
 
 /// Facts about a loaded model.
@@ -220,12 +247,17 @@ pub struct ModelInfo {
     pub shape_normalization: ShapeNormalization,
     /// Heads, sorted by name.
     pub heads: Vec<HeadInfo>,
-    /// Which executor runs the dense graphs.
+    /// The backend asked for ([`Backend::name`](crate::Backend::name)).
     pub backend: String,
+    /// The engine of every dense graph, in load order (matrix embedder, then per head its
+    /// schedule embedder and predictor).
+    pub engines: Vec<GraphEngine>,
     /// Instruction-set level of the native kernels.
     pub simd: crate::simd::SimdLevel,
     /// Stable hash of the bundle files' bytes (used to key caches).
     pub content_hash: u64,
+    /// The manifest and provenance hashes verified at load (bundle-format §7).
+    pub integrity: super::integrity::BundleIntegrity,
 }
 
 impl ModelInfo {

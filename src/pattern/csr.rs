@@ -65,6 +65,8 @@ pub struct CsrPattern {
     ncols: usize,
     row_ptr: Vec<usize>,
     col_idx: Vec<u32>,
+    /// [`CsrPattern::content_hash`], computed on first use.
+    pub(super) hash: super::hash::HashCell,
 }
 
 impl CsrPattern {
@@ -110,6 +112,7 @@ impl CsrPattern {
             ncols,
             row_ptr,
             col_idx,
+            hash: Default::default(),
         }
     }
 

@@ -38,7 +38,9 @@ pub use report::{status_text, SpaceRankReport, SpaceRankedEntry, TuneEntry, Tune
 
 use crate::error::{Error, Result};
 use crate::model::{HeadInfo, Model, ModelInfo};
-use crate::rank::{SpaceCache, SpaceCandidates};
+use std::sync::Arc;
+
+use crate::rank::{PreparedSpace, SpaceCandidates};
 use crate::schedule::space::{AnyConfig, AnySpace, LineForm, MatrixShape};
 use crate::vocab::{Kernel, Target};
 
@@ -155,22 +157,34 @@ pub fn prepare(
     model.prepare_space(&head, &space, shape)
 }
 
-/// As [`prepare`], reusing schedule embeddings across matrices through `cache`
-/// ([`Model::prepare_space_cached`]): a TACO or SparseTIR space is embedded once for all
-/// matrices, a SPADE space once per distinct column count.
+/// The schedule side of `space` prepared once for the head that ranks it, in the line form
+/// that head parses ([`Model::prepare_schedule_space`]); instantiate it for each matrix with
+/// [`Model::space_candidates`], which is cheap. Use it to rank one space for many matrices.
 ///
 /// # Errors
 ///
 /// As [`prepare`].
-pub fn prepare_cached(
+///
+/// # Example
+/// ```
+/// use dashrank::schedule::space::{AnySpace, MatrixShape, SpaceOptions};
+/// use dashrank::{LoadOptions, Model};
+/// let model = Model::load("tests/data/fixtures/tiny-cognate", &LoadOptions::default())?;
+/// let space = AnySpace::from_name("spade-spmm", &SpaceOptions::default())?;
+/// let prepared = dashrank::workflow::prepare_once(&model, None, &space)?;
+/// for cols in [500, 5000, 50_000] {
+///     let cands = model.space_candidates(&prepared, &MatrixShape::new(100, cols, 1000))?;
+///     assert!(cands.ranked_count() > 0);
+/// }
+/// # Ok::<(), dashrank::Error>(())
+/// ```
+pub fn prepare_once(
     model: &Model,
     head: Option<&str>,
     space: &AnySpace,
-    shape: &MatrixShape,
-    cache: &SpaceCache,
-) -> Result<SpaceCandidates<AnyConfig>> {
+) -> Result<Arc<PreparedSpace<AnyConfig>>> {
     let (head, space) = for_head(model, head, space)?;
-    model.prepare_space_cached(&head, &space, shape, cache)
+    model.prepare_schedule_space(&head, space)
 }
 
 /// The head for `space` and the space in the line form that head parses.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::rank::{SpaceCandidateStatus, SpaceCandidates, SpaceTopK, TuneResult};
+use crate::rank::{CandidateStatus, SpaceCandidates, SpaceTopK, TuneResult};
 use crate::schedule::space::AnyConfig;
 
 /// One reported candidate.
@@ -109,14 +109,14 @@ impl SpaceRankReport {
 
 /// A candidate status in words: `valid`, `duplicate of #N`, `invalid for this matrix: …`,
 /// `rejected by the schema: …`.
-pub fn status_text(status: SpaceCandidateStatus<'_>) -> String {
+pub fn status_text(status: CandidateStatus<'_>) -> String {
     match status {
-        SpaceCandidateStatus::Valid => "valid".to_owned(),
-        SpaceCandidateStatus::Duplicate { of } => format!("duplicate of #{of}"),
-        SpaceCandidateStatus::InvalidForMatrix { reason } => {
+        CandidateStatus::Valid => "valid".to_owned(),
+        CandidateStatus::Duplicate { of } => format!("duplicate of #{of}"),
+        CandidateStatus::InvalidForMatrix { reason } => {
             format!("invalid for this matrix: {reason}")
         }
-        SpaceCandidateStatus::InvalidSchedule(e) => format!("rejected by the schema: {e}"),
+        CandidateStatus::InvalidSchedule(e) => format!("rejected by the schema: {e}"),
     }
 }
 

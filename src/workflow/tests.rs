@@ -74,7 +74,7 @@ fn prepare_picks_the_head_and_its_line_form() {
             assert_eq!(e.toolchain, c.render("band40").unwrap());
             assert_eq!(
                 e.line,
-                space.clone().with_form(LineForm::Unified).to_line(c)
+                space.clone().with_form(LineForm::Unified).to_line(&c)
             );
         }
         let ranks: Vec<usize> = report.entries[..top.top_len]

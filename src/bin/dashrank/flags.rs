@@ -60,7 +60,11 @@ pub enum Command {
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum BackendArg {
+    /// dashrank's own engine (pure Rust, every bundle the exporter writes).
+    Native,
+    /// tract (build feature `tract`).
     Tract,
+    /// ONNX Runtime from --ort-lib (build feature `onnxruntime`).
     Onnxruntime,
 }
 
@@ -70,7 +74,7 @@ pub struct ModelArgs {
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// Engine for the dense ONNX graphs.
-    #[arg(long, value_enum, default_value = "tract")]
+    #[arg(long, value_enum, default_value = "native")]
     pub backend: BackendArg,
     /// libonnxruntime shared library (required with --backend onnxruntime).
     #[arg(long, value_name = "FILE")]
@@ -81,6 +85,10 @@ pub struct ModelArgs {
     /// Head to use (default: the model's only head).
     #[arg(long)]
     pub head: Option<String>,
+    /// Load heads trained with another featurizer or mapper than the bundle's (experts only;
+    /// each mismatch is printed as a warning). Corrupted files are refused either way.
+    #[arg(long)]
+    pub allow_provenance_mismatch: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -73,6 +73,7 @@ pub fn load_model(args: &ModelArgs) -> Result<Model> {
 /// so scores are bit-identical on any load (see `LoadOptions::deterministic`).
 pub fn load_model_with(args: &ModelArgs, deterministic: bool) -> Result<Model> {
     let backend = match args.backend {
+        BackendArg::Native => Backend::Native,
         BackendArg::Tract => Backend::Tract,
         BackendArg::Onnxruntime => Backend::OnnxRuntime {
             library: args
@@ -91,10 +92,15 @@ pub fn load_model_with(args: &ModelArgs, deterministic: bool) -> Result<Model> {
         backend,
         threads: args.threads,
         deterministic,
+        allow_provenance_mismatch: args.allow_provenance_mismatch,
         ..LoadOptions::default()
     };
-    Model::load(&args.model, &options)
-        .with_context(|| format!("loading model {}", args.model.display()))
+    let model = Model::load(&args.model, &options)
+        .with_context(|| format!("loading model {}", args.model.display()))?;
+    for warning in &model.info().integrity.provenance_overrides {
+        eprintln!("warning: {warning} (accepted: --allow-provenance-mismatch)");
+    }
+    Ok(model)
 }
 
 /// Reads a matrix by extension: `.csr` (WACO binary) or `.mtx` (Matrix Market).

@@ -6,10 +6,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use dashrank::rank::{top_k_indices, SpaceCache};
+use dashrank::rank::top_k_indices;
 use dashrank::schedule::space::MatrixShape;
 use dashrank::workflow::{self, SpaceRankReport};
-use dashrank::{eval, CandidateStatus, CostModel, Error, ErrorKind};
+use dashrank::{eval, CostModel, Error, ErrorKind};
 use serde_json::json;
 
 use crate::flags::{FormatArg, RankArgs};
@@ -48,7 +48,9 @@ fn run_space(args: &RankArgs, format: FormatArg) -> Result<()> {
         space_arg,
         &args.space_args,
     )?;
-    let cache = SpaceCache::default();
+    // The schedule side is prepared once; each matrix only gets its statuses.
+    let prepared = workflow::prepare_once(&model, Some(&head), &space)
+        .with_context(|| format!("preparing space {}", space.entry().name))?;
     let mut reports = Vec::new();
     let mut out = std::io::stdout().lock();
     for path in &args.matrix {
@@ -57,14 +59,9 @@ fn run_space(args: &RankArgs, format: FormatArg) -> Result<()> {
             .embed_matrix(&pattern)
             .with_context(|| format!("embedding matrix {}", path.display()))?;
         let shape = MatrixShape::from(&pattern);
-        let candidates = workflow::prepare_cached(&model, Some(&head), &space, &shape, &cache)
-            .with_context(|| {
-                format!(
-                    "preparing space {} for {}",
-                    space.entry().name,
-                    path.display()
-                )
-            })?;
+        let candidates = model
+            .space_candidates(&prepared, &shape)
+            .with_context(|| format!("space {} for {}", space.entry().name, path.display()))?;
         let top = model.top_k_with_default(&matrix, &candidates, args.top)?;
         let report = SpaceRankReport::new(&matrix_name(path), &candidates, &top)?;
         match format {
@@ -165,13 +162,8 @@ fn run_lines(args: &RankArgs, path: &Path, format: FormatArg) -> Result<()> {
     let head = pick_head(&model, args.model.head.as_deref())?;
     let set = model.prepare_candidates(&head, &lines)?;
     let problems: Vec<(usize, String)> = set
-        .statuses()
-        .iter()
-        .zip(&entries)
-        .filter_map(|(s, (line, _))| match s {
-            CandidateStatus::Invalid(e) => Some((*line, problem(e))),
-            CandidateStatus::Valid => None,
-        })
+        .errors()
+        .map(|(i, e)| (entries[i].0, problem(e)))
         .collect();
     if set.valid_count() == 0 {
         bail!(
@@ -184,6 +176,7 @@ fn run_lines(args: &RankArgs, path: &Path, format: FormatArg) -> Result<()> {
     }
     let info = model.info();
     let polarity = info.head(&head)?.polarity;
+    let measured_ms = set.measured_ms();
     let mut out = std::io::stdout().lock();
     let mut reports = Vec::new();
     for matrix_path in &args.matrix {
@@ -198,8 +191,7 @@ fn run_lines(args: &RankArgs, path: &Path, format: FormatArg) -> Result<()> {
         model.score_into(&embedding, &set, &mut scores)?;
         let ranked = top_k_indices(&scores, args.top, polarity);
         // Quality against the measured runtimes given in the file, if any.
-        let (predicted, measured): (Vec<f32>, Vec<f64>) = set
-            .measured_ms()
+        let (predicted, measured): (Vec<f32>, Vec<f64>) = measured_ms
             .iter()
             .zip(&scores)
             .filter_map(|(m, &s)| m.filter(|_| !s.is_nan()).map(|m| (s, m)))
@@ -214,7 +206,7 @@ fn run_lines(args: &RankArgs, path: &Path, format: FormatArg) -> Result<()> {
                 "top": ranked.iter().map(|&i| json!({
                     "index": i, "line": entries[i].0, "score": scores[i],
                     "schedule": schedule_text(lines[i]),
-                    "measured_ms": set.measured_ms()[i],
+                    "measured_ms": measured_ms[i],
                 })).collect::<Vec<_>>(),
                 "invalid": problems.iter().map(|(line, e)| json!({"line": line, "error": e}))
                     .collect::<Vec<_>>(),
@@ -251,7 +243,7 @@ fn run_lines(args: &RankArgs, path: &Path, format: FormatArg) -> Result<()> {
             "rank", "line", "score", "measured_ms"
         )?;
         for (r, &i) in ranked.iter().enumerate() {
-            let measured = set.measured_ms()[i]
+            let measured = measured_ms[i]
                 .map(|m| format!("{m:.3}"))
                 .unwrap_or_else(|| "-".into());
             writeln!(

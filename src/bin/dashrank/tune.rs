@@ -47,7 +47,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
             }
         };
         let line = candidates.line(i).unwrap_or_default();
-        match command.measure(i, line, &text) {
+        match command.measure(i, &line, &text) {
             Ok(ms) => {
                 eprintln!("candidate {i}: {ms:.4} ms");
                 Some(ms)

@@ -47,7 +47,9 @@
 //!   `j'` inserted after `j`; `I = row_tile`, `J = 1` (`j' = 1`), `K = thread_x · coarsen`.
 //!   Heterogeneous: thread_x, coarsen, group, bind_k1, unroll.
 
-use super::{space_error, ColumnPanels};
+use std::ops::Range;
+
+use super::{space_error, ColumnPanels, ShapeStatuses};
 use super::{
     GpuConfig, GpuLoopOrder, Kernel, MatrixShape, ScheduleSpace, SpadeConfig, SuperSchedule,
 };
@@ -332,5 +334,28 @@ where
 
     fn duplicate_key(&self, config: &S::Config, shape: &MatrixShape) -> String {
         self.0.duplicate_key(config, shape)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn configs_into(&self, range: Range<usize>, shape: &MatrixShape, out: &mut Vec<S::Config>) {
+        self.0.configs_into(range, shape, out);
+    }
+
+    fn line_depends_on_shape(&self, index: usize) -> bool {
+        self.0.line_depends_on_shape(index)
+    }
+
+    fn default_index(&self, shape: &MatrixShape) -> Option<usize> {
+        self.0.default_index(shape)
+    }
+
+    /// The wrapped space's statuses. A configuration without a unified form (none of the
+    /// registered spaces has one) is not marked here: its empty line is rejected by the
+    /// model's schema instead.
+    fn shape_statuses(&self, shape: &MatrixShape) -> ShapeStatuses {
+        self.0.shape_statuses(shape)
     }
 }

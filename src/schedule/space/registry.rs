@@ -16,11 +16,12 @@
 //! [`LineForm::for_schema`] picks the form a head's schema parses.
 
 use std::fmt;
+use std::ops::Range;
 use std::str::FromStr;
 
 use super::{
-    space_error, GpuConfig, Kernel, MatrixShape, ScheduleSpace, SpadeConfig, SpadeSpace,
-    SparseTirSpace, SuperSchedule, TacoSpace, Target, ToUnified, Unified,
+    space_error, GpuConfig, Kernel, MatrixShape, ScheduleSpace, ShapeStatuses, SpadeConfig,
+    SpadeSpace, SparseTirSpace, SuperSchedule, TacoSpace, Target, ToUnified, Unified,
 };
 use crate::error::{Error, Result};
 use crate::schedule::Schema;
@@ -452,6 +453,71 @@ impl ScheduleSpace for AnySpace {
             (Inner::Spade(s), AnyConfig::Spade(c)) => s.duplicate_key(c, shape),
             (Inner::SparseTir(s), AnyConfig::SparseTir(c)) => s.duplicate_key(c, shape),
             _ => format!("{}: {}", config.target(), config.native_line()),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match &self.inner {
+            Inner::Taco(s) => s.len(),
+            Inner::Spade(s) => s.len(),
+            Inner::SparseTir(s) => s.len(),
+        }
+    }
+
+    fn configs_into(&self, range: Range<usize>, shape: &MatrixShape, out: &mut Vec<AnyConfig>) {
+        match &self.inner {
+            Inner::Taco(s) => {
+                let mut v = Vec::with_capacity(range.len());
+                s.configs_into(range, shape, &mut v);
+                out.extend(v.into_iter().map(AnyConfig::Taco));
+            }
+            Inner::Spade(s) => {
+                let mut v = Vec::with_capacity(range.len());
+                s.configs_into(range, shape, &mut v);
+                out.extend(v.into_iter().map(AnyConfig::Spade));
+            }
+            Inner::SparseTir(s) => {
+                let mut v = Vec::with_capacity(range.len());
+                s.configs_into(range, shape, &mut v);
+                out.extend(v.into_iter().map(AnyConfig::SparseTir));
+            }
+        }
+    }
+
+    fn lines_into(&self, range: Range<usize>, shape: &MatrixShape, out: &mut Vec<String>) {
+        match (&self.inner, self.form) {
+            (Inner::Taco(s), LineForm::Native) => s.lines_into(range, shape, out),
+            _ => {
+                let mut configs = Vec::with_capacity(range.len());
+                self.configs_into(range, shape, &mut configs);
+                out.extend(configs.iter().map(|c| self.to_line(c)));
+            }
+        }
+    }
+
+    fn line_depends_on_shape(&self, index: usize) -> bool {
+        match &self.inner {
+            Inner::Taco(s) => s.line_depends_on_shape(index),
+            Inner::Spade(s) => s.line_depends_on_shape(index),
+            Inner::SparseTir(s) => s.line_depends_on_shape(index),
+        }
+    }
+
+    fn default_index(&self, shape: &MatrixShape) -> Option<usize> {
+        match &self.inner {
+            Inner::Taco(s) => s.default_index(shape),
+            Inner::Spade(s) => s.default_index(shape),
+            Inner::SparseTir(s) => s.default_index(shape),
+        }
+    }
+
+    /// The wrapped space's statuses (see [`Mapped`](super::Mapped)'s note on configurations
+    /// without a unified form).
+    fn shape_statuses(&self, shape: &MatrixShape) -> ShapeStatuses {
+        match &self.inner {
+            Inner::Taco(s) => s.shape_statuses(shape),
+            Inner::Spade(s) => s.shape_statuses(shape),
+            Inner::SparseTir(s) => s.shape_statuses(shape),
         }
     }
 }

@@ -253,6 +253,16 @@ impl ScheduleSpace for SpadeSpace {
         out
     }
 
+    /// The `NUM_MATRIX_COLS` configurations (column panel `AllColumns`, the fourth of
+    /// [`Self::enumerate`]'s column panels).
+    fn line_depends_on_shape(&self, index: usize) -> bool {
+        (index / 16) % 4 == 3
+    }
+
+    fn len(&self) -> usize {
+        ROW_PANELS.len() * (COLUMN_PANELS.len() + 1) * SPLITS.len() * 8
+    }
+
     fn default_config(&self, shape: &MatrixShape) -> SpadeConfig {
         SpadeConfig {
             row_panels: 32,

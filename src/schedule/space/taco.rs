@@ -20,7 +20,9 @@
 
 use std::fmt;
 
-use super::{parse_u32, space_error, Kernel, MatrixShape, ScheduleSpace};
+use std::ops::Range;
+
+use super::{parse_u32, space_error, Kernel, MatrixShape, ScheduleSpace, ShapeStatuses};
 use crate::error::Result;
 use crate::schedule::split_measured;
 
@@ -403,7 +405,7 @@ impl TacoSpace {
         "i1".to_owned()
     }
 
-    fn orders(&self) -> Vec<Vec<String>> {
+    pub(super) fn all_orders(&self) -> Vec<Vec<String>> {
         let vars = self.kernel.loop_vars();
         let mut idx: Vec<usize> = (0..vars.len()).collect();
         let mut out = vec![idx.iter().map(|&i| vars[i].clone()).collect()];
@@ -422,9 +424,29 @@ impl TacoSpace {
         out
     }
 
-    fn dense_index(&self) -> Option<usize> {
+    pub(super) fn dense_split_index(&self) -> Option<usize> {
         let d = self.kernel.dense_axis()?;
         self.kernel.split_axes().iter().position(|a| *a == d)
+    }
+
+    /// Per split axis, the largest inner extent that still differs for this shape: the next
+    /// power of two ≥ the axis extent (rows, columns, or [`TacoSpace::dense_dim`]).
+    pub(super) fn split_caps(&self, shape: &MatrixShape) -> Vec<u32> {
+        let [x, y] = self.kernel.sparse_axes();
+        self.kernel
+            .split_axes()
+            .iter()
+            .map(|a| {
+                let dim = if *a == x {
+                    shape.rows
+                } else if *a == y {
+                    shape.cols
+                } else {
+                    self.dense_dim as usize
+                };
+                u32::try_from(dim.max(1).next_power_of_two()).unwrap_or(u32::MAX)
+            })
+            .collect()
     }
 }
 
@@ -447,10 +469,10 @@ impl ScheduleSpace for TacoSpace {
                 }
             }
         }
-        let orders = self.orders();
+        let orders = self.all_orders();
         let mut out = Vec::new();
         for splits in split_combos {
-            let dense = self.dense_index().map_or(1, |i| splits[i]);
+            let dense = self.dense_split_index().map_or(1, |i| splits[i]);
             for order in orders.iter().filter(|o| self.order_allowed(o, dense)) {
                 for bits in 0u8..16 {
                     // SDDMM's generator skips an all-Uncompressed A.
@@ -522,18 +544,36 @@ impl ScheduleSpace for TacoSpace {
     /// extent, so larger splits behave identically.
     fn duplicate_key(&self, config: &SuperSchedule, shape: &MatrixShape) -> String {
         let mut c = config.clone();
-        let [x, y] = self.kernel.sparse_axes();
-        for (a, s) in self.kernel.split_axes().iter().zip(c.splits.iter_mut()) {
-            let dim = if *a == x {
-                shape.rows
-            } else if *a == y {
-                shape.cols
-            } else {
-                self.dense_dim as usize
-            };
-            let cap = u32::try_from(dim.max(1).next_power_of_two()).unwrap_or(u32::MAX);
+        for (s, cap) in c.splits.iter_mut().zip(self.split_caps(shape)) {
             *s = (*s).min(cap);
         }
         c.to_line()
+    }
+
+    fn len(&self) -> usize {
+        self.layout().len
+    }
+
+    fn configs_into(
+        &self,
+        range: Range<usize>,
+        _shape: &MatrixShape,
+        out: &mut Vec<SuperSchedule>,
+    ) {
+        self.configs_fast(range, out);
+    }
+
+    fn lines_into(&self, range: Range<usize>, _shape: &MatrixShape, out: &mut Vec<String>) {
+        self.lines_fast(range, out);
+    }
+
+    fn default_index(&self, shape: &MatrixShape) -> Option<usize> {
+        self.default_index_fast(&self.default_config(shape))
+    }
+
+    /// Only duplicates (splits clamped to the matrix): every enumerated configuration passes
+    /// [`Self::validate`].
+    fn shape_statuses(&self, shape: &MatrixShape) -> ShapeStatuses {
+        self.shape_statuses_fast(shape)
     }
 }
