@@ -432,8 +432,10 @@ dashrank_status dashrank_space_new(uint32_t target, uint32_t kernel, uint32_t fe
 dashrank_status dashrank_space_new_taco(uint32_t kernel, uint32_t max_split, uint32_t max_chunk, struct dashrank_space **out);
 
 // As `dashrank_space_new`, with the space's name: `taco-spmm`, `taco-sddmm`, `taco-spmv`,
-// `spade-spmm`, `spade-sddmm`, `sparsetir-spmm` or `sparsetir-sddmm`. The name is read
-// during the call only.
+// `spade-spmm`, `spade-sddmm`, `sparsetir-spmm` or `sparsetir-sddmm` (a target's canonical
+// name works too, e.g. `cpu-taco-spmm`). `spade-spmv` and `sparsetir-spmv` give
+// `DASHRANK_STATUS_UNSUPPORTED_KERNEL`, any other name `DASHRANK_STATUS_INVALID_ARGUMENT`.
+// The name is read during the call only.
 dashrank_status dashrank_space_from_name(const char *name, uint32_t feat_size, struct dashrank_space **out);
 
 // Writes the space's name (e.g. `taco-spmm`) into `buf`. Size reporting and truncation as
