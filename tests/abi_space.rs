@@ -626,3 +626,31 @@ fn space_misuse_returns_codes() {
     ok(unsafe { dashrank_space_free(&mut s) });
     ok(unsafe { dashrank_space_free(&mut sddmm_taco) });
 }
+
+#[test]
+fn load_options_default_to_the_native_engine_of_every_build() {
+    let mut opts = std::mem::MaybeUninit::<dashrank_load_options>::zeroed();
+    ok(unsafe { dashrank_load_options_init(opts.as_mut_ptr()) });
+    let mut opts = unsafe { opts.assume_init() };
+    assert_eq!(opts.backend, DASHRANK_BACKEND_NATIVE);
+    let path = c(fixture("tiny-cognate").to_str().unwrap());
+    let mut model = null_mut();
+    ok(unsafe { dashrank_model_load(path.as_ptr(), &opts, &mut model) });
+    let mut desc = [0 as c_char; 256];
+    ok(unsafe { dashrank_model_describe(model, desc.as_mut_ptr(), desc.len(), null_mut()) });
+    let desc = unsafe { CStr::from_ptr(desc.as_ptr()) }
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(desc.contains("backend native"), "{desc}");
+    ok(unsafe { dashrank_model_release(&mut model) });
+    if !cfg!(feature = "tract") {
+        opts.backend = DASHRANK_BACKEND_TRACT;
+        expect(
+            unsafe { dashrank_model_load(path.as_ptr(), &opts, &mut model) },
+            dashrank_status::BackendUnavailable,
+            "tract",
+        );
+        assert!(model.is_null());
+    }
+}
