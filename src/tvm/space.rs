@@ -10,7 +10,7 @@ use tvm_ffi::{
 };
 
 use crate::model::MatrixEmbedding;
-use crate::rank::{SpaceCandidateStatus, SpaceCandidates};
+use crate::rank::{CandidateStatus, SpaceCandidates};
 use crate::schedule::space::{AnyConfig, AnySpace, MatrixShape, SpaceOptions, TacoSpace, Target};
 use crate::workflow;
 use crate::CostModel;
@@ -131,9 +131,8 @@ pub(super) fn space_summary(prepared: DashrankPrepared) -> Result<Array<Any>> {
 /// `dashrank_space_lines(prepared) -> Array[str]`: every candidate's line, as the head parses it.
 pub(super) fn space_lines(prepared: DashrankPrepared) -> Result<Array<FfiString>> {
     let c = &prepared.data.candidates;
-    Ok(c.lines()
-        .iter()
-        .map(|l| FfiString::from(l.as_str()))
+    Ok((0..c.len())
+        .map(|i| FfiString::from(c.line(i).unwrap_or_default().as_str()))
         .collect())
 }
 
@@ -145,10 +144,10 @@ pub(super) fn space_states(prepared: DashrankPrepared) -> Result<Array<Tensor>> 
     let (mut state, mut of) = (Vec::with_capacity(c.len()), Vec::with_capacity(c.len()));
     for i in 0..c.len() {
         let (s, d) = match c.status(i) {
-            Some(SpaceCandidateStatus::Valid) => (0, -1),
-            Some(SpaceCandidateStatus::Duplicate { of }) => (1, of as i64),
-            Some(SpaceCandidateStatus::InvalidForMatrix { .. }) => (2, -1),
-            Some(SpaceCandidateStatus::InvalidSchedule(_)) | None => (3, -1),
+            Some(CandidateStatus::Valid) => (0, -1),
+            Some(CandidateStatus::Duplicate { of }) => (1, of as i64),
+            Some(CandidateStatus::InvalidForMatrix { .. }) => (2, -1),
+            Some(CandidateStatus::InvalidSchedule(_)) | None => (3, -1),
         };
         state.push(s);
         of.push(d);
@@ -249,7 +248,7 @@ pub(super) fn space_tune(
             let args = (
                 i as i64,
                 FfiString::from(text.as_str()),
-                FfiString::from(c.line(i).unwrap_or_default()),
+                FfiString::from(c.line(i).unwrap_or_default().as_str()),
                 i == c.default_index(),
             );
             match measure.call_tuple(args) {
