@@ -19,6 +19,7 @@ pub mod simd;
 #[cfg(feature = "tvm")]
 mod tvm;
 pub mod vocab;
+pub mod workflow;
 
 pub use model::{Backend, BundleIntegrity, LoadOptions, ManifestEntry, Model, ModelInfo};
 pub use pattern::CsrPattern;

@@ -4,7 +4,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use dashrank::schedule::{FieldKind, FieldValue, Schema};
 use dashrank::{CostModel, CsrPattern, Model};
 
 use crate::flags::InspectArgs;
@@ -129,7 +128,8 @@ fn check(model: &Model, heads: &[String]) -> Result<Vec<String>> {
     )];
     for head in heads {
         let schema = model.schema(head)?;
-        let lines = synthetic_schedules(schema, 4)
+        let lines = schema
+            .example_lines(4)
             .with_context(|| format!("building schedules from the schema of head {head}"))?;
         let set = model
             .prepare_candidates(head, &lines)
@@ -179,32 +179,4 @@ fn synthetic_pattern() -> Result<CsrPattern> {
         row_ptr.push(col_idx.len());
     }
     Ok(CsrPattern::new(n, n, row_ptr, col_idx)?)
-}
-
-/// `count` schedules that are valid for `schema`: schedule `i` takes value `i mod len` of each
-/// choice and the identity loop order rotated by `i`.
-fn synthetic_schedules(schema: &Schema, count: usize) -> Result<Vec<String>> {
-    (0..count)
-        .map(|i| {
-            let values = schema
-                .fields()
-                .iter()
-                .map(|f| match f.kind() {
-                    FieldKind::Choice(c) => Ok(FieldValue::Choice(i % c.values().len().max(1))),
-                    FieldKind::Permutation(p) => {
-                        let n = p.symbols().len();
-                        Ok(FieldValue::Permutation(
-                            (0..n).map(|k| (k + i) % n).collect(),
-                        ))
-                    }
-                    other => anyhow::bail!(
-                        "field '{}' has kind '{}', which the check cannot generate",
-                        f.name(),
-                        other.name()
-                    ),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(schema.format(&schema.schedule_from_values(values)?))
-        })
-        .collect()
 }

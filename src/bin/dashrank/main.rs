@@ -7,7 +7,9 @@ mod eval;
 mod flags;
 mod inspect;
 mod rank;
+mod space;
 mod svg;
+mod tune;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -48,7 +50,9 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match &cli.command {
         Command::Rank(args) => rank::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Tune(args) => tune::run(args).map(|()| ExitCode::SUCCESS),
         Command::Eval(args) => eval::run(args),
+        Command::Merge(args) => eval::merge(args),
         Command::Inspect(args) => inspect::run(args),
     }
 }
@@ -62,7 +66,14 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 /// Loads the bundle named by the flags.
 pub fn load_model(args: &ModelArgs) -> Result<Model> {
+    load_model_with(args, false)
+}
+
+/// Loads the bundle named by the flags; `deterministic` pins the dense graphs to one thread
+/// so scores are bit-identical on any load (see `LoadOptions::deterministic`).
+pub fn load_model_with(args: &ModelArgs, deterministic: bool) -> Result<Model> {
     let backend = match args.backend {
+        BackendArg::Native => Backend::Native,
         BackendArg::Tract => Backend::Tract,
         BackendArg::Onnxruntime => Backend::OnnxRuntime {
             library: args
@@ -80,6 +91,7 @@ pub fn load_model(args: &ModelArgs) -> Result<Model> {
     let options = LoadOptions {
         backend,
         threads: args.threads,
+        deterministic,
         allow_provenance_mismatch: args.allow_provenance_mismatch,
         ..LoadOptions::default()
     };

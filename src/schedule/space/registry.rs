@@ -280,25 +280,29 @@ impl AnySpace {
         })
     }
 
-    /// The space registered under `name` (see [`SPACES`]).
+    /// The space named `<target>-<kernel>` (see [`SPACES`]; the target by its short or
+    /// canonical name, e.g. `taco-spmm` or `cpu-taco-spmm`).
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an unknown name
-    /// (the message lists the registered names).
+    /// [`ErrorKind::UnsupportedKernel`](crate::ErrorKind::UnsupportedKernel) for a target and
+    /// kernel without a space (`spade-spmv`);
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for any other unknown
+    /// name (the message lists the registered names).
     pub fn from_name(name: &str, options: &SpaceOptions) -> Result<Self> {
-        let e = SPACES
-            .iter()
-            .find(|e| e.name == name.trim())
-            .ok_or_else(|| {
-                let names: Vec<&str> = SPACES.iter().map(|e| e.name).collect();
-                Error::invalid_argument(format!(
-                    "unknown schedule space '{}' (expected one of: {})",
-                    name.trim(),
-                    names.join(", ")
-                ))
-            })?;
-        Self::new(e.target, e.kernel, options)
+        let name = name.trim();
+        let parsed = name.rsplit_once('-').and_then(|(t, k)| {
+            let target = t.parse::<Target>().ok()?;
+            Some((target, k.parse::<Kernel>().ok()?))
+        });
+        let Some((target, kernel)) = parsed else {
+            let names: Vec<&str> = SPACES.iter().map(|e| e.name).collect();
+            return Err(Error::invalid_argument(format!(
+                "unknown schedule space '{name}' (expected one of: {})",
+                names.join(", ")
+            )));
+        };
+        Self::new(target, kernel, options)
     }
 
     /// The same space printing lines in `form`.

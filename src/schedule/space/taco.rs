@@ -350,6 +350,26 @@ impl TacoSpace {
         }
     }
 
+    /// [`TacoSpace::waco`] with every value list cut at a bound: split extents (and the dense
+    /// split) at most `max_split`, chunks at most `max_chunk` (each list keeps at least 1).
+    /// For quick exhaustive runs: `waco_up_to(SpMM, 4, 4)` has 3·3·3 split choices, 6 loop
+    /// orders each, 16 formats and 3 chunks (7 776 configurations).
+    ///
+    /// ```
+    /// use dashrank::schedule::space::{MatrixShape, ScheduleSpace, TacoSpace};
+    /// use dashrank::Kernel;
+    /// let space = TacoSpace::waco_up_to(Kernel::SpMM, 4, 4);
+    /// assert_eq!(space.enumerate(&MatrixShape::new(8, 8, 8)).len(), 7776);
+    /// ```
+    pub fn waco_up_to(kernel: Kernel, max_split: u32, max_chunk: u32) -> Self {
+        let mut s = Self::waco(kernel);
+        for list in &mut s.splits {
+            list.retain(|&v| v <= max_split.max(1));
+        }
+        s.chunks.retain(|&v| v <= max_chunk.max(1));
+        s
+    }
+
     /// Whether WACO's generator allows `order` given the dense split (`filter` in the
     /// generators): `x1` before `x0`; SpMM: `j1` after `i1`, and the dense loops `j1 j0` last
     /// if `jsplit < 8`, else `j0` last; SDDMM: the same for `k` (`lastk`).

@@ -437,6 +437,13 @@ fn registry_names_every_target_kernel_pair_with_a_space() {
     }
     let e = AnySpace::from_name("taco-spgemm", &opts).unwrap_err();
     assert!(e.to_string().contains("sparsetir-sddmm"), "{e}");
+    let canonical = AnySpace::from_name("gpu-sparsetir-sddmm", &opts).unwrap();
+    assert_eq!(canonical.entry().name, "sparsetir-sddmm");
+    let e = AnySpace::from_name("spade-spmv", &opts).unwrap_err();
+    assert!(
+        matches!(e.kind(), crate::ErrorKind::UnsupportedKernel { .. }),
+        "{e}"
+    );
     assert!(SpadeSpace::new(Kernel::SpMV).is_err());
     assert!(SparseTirSpace::new(Kernel::SpMV, 64).is_err());
 }
