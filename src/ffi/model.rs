@@ -101,7 +101,7 @@ fn to_load_options(o: &dashrank_load_options) -> Result<LoadOptions, Failure> {
         threads: (o.threads > 0).then_some(o.threads as usize),
         matrix_cache_capacity: o.matrix_cache_capacity as usize,
         deterministic: o.deterministic,
-        simd: None,
+        ..LoadOptions::default()
     })
 }
 

@@ -5,11 +5,13 @@
 //! `half`) and checked finite. Nothing here executes anything.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use prost::Message;
 
+use super::bundle_dir::{check_in_memory_sizes, list_bundle_files, read_bundle_file};
 use super::info::check_format_version;
+use super::limits::{scan_model_proto, BundleLimits};
 use super::onnx_proto::{attribute_type, data_type, ModelProto, TensorProto, ValueInfoProto};
 use crate::error::{Error, Result};
 use crate::featurize::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
@@ -64,7 +66,9 @@ pub(crate) struct BundleFile {
 
 impl BundleFile {
     /// Decodes one file and reads its common metadata.
-    pub(crate) fn decode(origin: &str, bytes: Vec<u8>) -> Result<Self> {
+    pub(crate) fn decode(origin: &str, bytes: Vec<u8>, limits: &BundleLimits) -> Result<Self> {
+        scan_model_proto(&bytes, limits)
+            .map_err(|reason| Error::bundle(origin.to_string(), reason))?;
         let proto = ModelProto::decode(bytes.as_slice()).map_err(|e| {
             Error::bundle(
                 origin.to_string(),
@@ -262,7 +266,10 @@ pub(crate) fn tensor_to_f32(t: &TensorProto, origin: &str) -> Result<TensorSpec>
             usize::try_from(d).map_err(|_| Error::bundle(key(), format!("negative dimension {d}")))
         })
         .collect::<Result<Vec<_>>>()?;
-    let expected: usize = dims.iter().product();
+    let expected = dims
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| Error::bundle(key(), format!("dims {dims:?} overflow the address space")))?;
     let data: Vec<f32> = match t.data_type {
         data_type::FLOAT if !t.raw_data.is_empty() => {
             check_raw_len(t, expected, 4, &key)?;
@@ -322,14 +329,14 @@ fn check_raw_len(
     width: usize,
     key: &dyn Fn() -> String,
 ) -> Result<()> {
-    if t.raw_data.len() != expected * width {
+    if Some(t.raw_data.len()) != expected.checked_mul(width) {
         return Err(Error::bundle(
             key(),
             format!(
                 "raw_data holds {} bytes, dims {:?} need {}",
                 t.raw_data.len(),
                 t.dims,
-                expected * width
+                expected.saturating_mul(width)
             ),
         ));
     }
@@ -348,38 +355,35 @@ pub(crate) struct Bundle {
 }
 
 impl Bundle {
-    /// Reads every `*.onnx` file of a bundle directory.
-    pub(crate) fn read_dir(dir: &Path) -> Result<Self> {
-        let entries = std::fs::read_dir(dir).map_err(|e| Error::io(Some(dir.to_path_buf()), e))?;
-        let mut paths: Vec<PathBuf> = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io(Some(dir.to_path_buf()), e))?;
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "onnx") {
-                paths.push(path);
+    /// Reads every `*.onnx` file of a bundle directory (see `bundle_dir::list_bundle_files`
+    /// for which entries count and the symlink rule), within `limits`.
+    pub(crate) fn read_dir(dir: &Path, limits: &BundleLimits) -> Result<Self> {
+        let entries = list_bundle_files(dir, limits)?;
+        let mut files = Vec::with_capacity(entries.len());
+        let mut total = 0u64;
+        for entry in &entries {
+            let bytes = read_bundle_file(entry, limits)?;
+            total = total.saturating_add(bytes.len() as u64);
+            if total > limits.max_bundle_bytes {
+                return Err(Error::bundle(
+                    entry.name.clone(),
+                    format!(
+                        "the bundle's files exceed BundleLimits::max_bundle_bytes = {} bytes",
+                        limits.max_bundle_bytes
+                    ),
+                ));
             }
+            files.push((entry.name.clone(), bytes));
         }
-        paths.sort();
-        let mut files = Vec::with_capacity(paths.len());
-        for path in paths {
-            let bytes = std::fs::read(&path).map_err(|e| Error::io(Some(path.clone()), e))?;
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            files.push((name, bytes));
-        }
-        if files.is_empty() {
-            return Err(Error::bundle(
-                dir.display().to_string(),
-                "no .onnx files found: a bundle is a directory of ONNX files",
-            ));
-        }
-        Self::from_files(files)
+        Self::from_files(files, limits)
     }
 
     /// Groups in-memory files `(name, bytes)` by role and checks the bundle is complete.
-    pub(crate) fn from_files(mut files: Vec<(String, Vec<u8>)>) -> Result<Self> {
+    pub(crate) fn from_files(
+        mut files: Vec<(String, Vec<u8>)>,
+        limits: &BundleLimits,
+    ) -> Result<Self> {
+        check_in_memory_sizes(&files, limits)?;
         files.sort_by(|a, b| a.0.cmp(&b.0));
         let mut hash = Fnv64::new();
         let mut featurizer = None;
@@ -389,7 +393,7 @@ impl Bundle {
         for (name, bytes) in files {
             hash.write(name.as_bytes());
             hash.write(&bytes);
-            let file = BundleFile::decode(&name, bytes)?;
+            let file = BundleFile::decode(&name, bytes, limits)?;
             let slot_taken = |what: &str, other: &BundleFile| {
                 Error::bundle(
                     file.origin.clone(),

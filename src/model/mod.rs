@@ -16,9 +16,11 @@ use crate::schedule::Schema;
 use crate::simd::SimdLevel;
 
 mod bundle;
+mod bundle_dir;
 mod cache;
 pub mod executor;
 pub mod info;
+mod limits;
 mod onnx_proto;
 
 use bundle::Bundle;
@@ -29,6 +31,10 @@ use executor::DenseGraph;
 pub use info::{
     HeadInfo, Kernel, ModelInfo, ScorePolarity, ShapeFeature, ShapeNormalization, Target,
     MAX_FORMAT_VERSION, MIN_FORMAT_VERSION,
+};
+pub use limits::{
+    BundleLimits, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_MAX_FILES, DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_PROTO_ELEMENTS, DEFAULT_MAX_TENSOR_ELEMENTS, MAX_PROTO_DEPTH,
 };
 
 /// Options for [`Model::load`].
@@ -49,6 +55,8 @@ pub struct LoadOptions {
     /// [`SimdLevel::best`]. Every level gives bit-identical results (see [`crate::simd`]);
     /// forcing one is for tests and for comparing speed. A level the CPU lacks is an error.
     pub simd: Option<SimdLevel>,
+    /// Limits on the bundle's files (sizes, protobuf contents); see [`BundleLimits`].
+    pub limits: BundleLimits,
 }
 
 impl Default for LoadOptions {
@@ -59,6 +67,7 @@ impl Default for LoadOptions {
             matrix_cache_capacity: 64,
             deterministic: false,
             simd: None,
+            limits: BundleLimits::default(),
         }
     }
 }
@@ -108,13 +117,13 @@ pub struct Model {
 impl Model {
     /// Loads a bundle directory (see `docs/bundle-format.md`).
     pub fn load(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Self> {
-        let bundle = Bundle::read_dir(dir.as_ref())?;
+        let bundle = Bundle::read_dir(dir.as_ref(), &options.limits)?;
         Self::from_bundle(bundle, options)
     }
 
     /// Loads a bundle from in-memory files `(file name, bytes)`.
     pub fn from_files(files: Vec<(String, Vec<u8>)>, options: &LoadOptions) -> Result<Self> {
-        Self::from_bundle(Bundle::from_files(files)?, options)
+        Self::from_bundle(Bundle::from_files(files, &options.limits)?, options)
     }
 
     fn from_bundle(bundle: Bundle, options: &LoadOptions) -> Result<Self> {
