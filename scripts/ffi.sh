@@ -48,10 +48,20 @@ echo "== build (shared library, via pkg-config)"
 gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/taco_driver.c $LIBS_DR $RPATH -o $OUT/taco_driver
 gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/abi_test.c $LIBS_DR -lpthread $RPATH -o $OUT/abi_test
 g++ -std=c++17 $WARN -O1 -g $CFLAGS_DR ffi-examples/cpp/rank.cpp $LIBS_DR -lpthread $RPATH -o $OUT/rank_cpp
+gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/misuse.c $LIBS_DR -lpthread $RPATH -o $OUT/misuse
 echo "== build (AddressSanitizer, static library)"
 gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/taco_driver.c $STATIC_DR -o $OUT/taco_driver_asan
 gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/abi_test.c $STATIC_DR -lpthread -o $OUT/abi_test_asan
 g++ -std=c++17 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/cpp/rank.cpp $STATIC_DR -lpthread -o $OUT/rank_cpp_asan
+gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/misuse.c $STATIC_DR -lpthread -o $OUT/misuse_asan
+
+echo "== misuse suite covers every export of the header"
+missing=$(grep -o 'dashrank_[a-z0-9_]*(' include/dashrank.h | sort -u | tr -d '(' |
+  while read -r f; do grep -q "$f(" ffi-examples/c/misuse.c || echo "$f"; done)
+if [ -n "$missing" ]; then
+  echo "error: ffi-examples/c/misuse.c has no case for: $missing" >&2
+  exit 1
+fi
 
 # Real data: a real WACO matrix (converted to .mtx for the C driver's own reader) and its
 # measured SuperSchedules for the C++ example.
@@ -87,12 +97,16 @@ echo "== C++: RAII wrapper, measured SuperSchedules of $MATRIX"
 $OUT/rank_cpp $MODEL "$REAL_CSR" "$REAL_LINES" 10
 echo "== C: misuse paths and one model shared by 4 pthreads"
 $OUT/abi_test $MODEL $SMALL 4
+echo "== C: misuse suite (NULLs, buffers, lifetimes, bad values; 8 threads x 1000 calls)"
+FIXTURE=tests/data/fixtures/tiny-waco-spmm
+$OUT/misuse $MODEL $FIXTURE 8 1000
 
 VG="valgrind -q --error-exitcode=1 --leak-check=full --suppressions=ffi-examples/valgrind.supp"
 echo "== valgrind"
 $VG $OUT/taco_driver $MODEL $SMALL 3 > /dev/null
 $VG $OUT/abi_test $MODEL $SMALL 2 > /dev/null
 $VG $OUT/rank_cpp $MODEL $SMALL "$REAL_LINES" 3 > /dev/null
+$VG $OUT/misuse $FIXTURE $MODEL 2 40 > /dev/null
 echo "valgrind: clean"
 
 echo "== AddressSanitizer (+ LeakSanitizer)"
@@ -101,5 +115,6 @@ export LSAN_OPTIONS=suppressions=$PWD/ffi-examples/lsan.supp:print_suppressions=
 $OUT/taco_driver_asan $MODEL "$REAL_MTX" 3 > /dev/null
 $OUT/abi_test_asan $MODEL $SMALL 4 > /dev/null
 $OUT/rank_cpp_asan $MODEL "$REAL_CSR" "$REAL_LINES" 3 > /dev/null
+$OUT/misuse_asan $MODEL $FIXTURE 8 1000 > /dev/null
 echo "asan: clean"
 echo "== ffi: ok"
