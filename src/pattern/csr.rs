@@ -208,6 +208,24 @@ impl CsrPattern {
         }
     }
 
+    /// The positions in [`nonempty_rows`](Self::nonempty_rows) (and `row_starts`) of the
+    /// non-empty rows inside `rows`: a binary search, so walking a band of rows costs its
+    /// entries, not its length.
+    ///
+    /// ```
+    /// use dashrank::pattern::CsrPattern;
+    /// let p = CsrPattern::from_coordinates(1 << 30, 4, vec![(5, 0), (9, 1), (1 << 20, 2)])?;
+    /// let i = p.nonempty_index_range(0..1000);
+    /// assert_eq!(i, 0..2);
+    /// assert_eq!(&p.col_idx()[p.row_starts()[i.start]..p.row_starts()[i.end]], &[0, 1]);
+    /// # Ok::<(), dashrank::Error>(())
+    /// ```
+    pub fn nonempty_index_range(&self, rows: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let first = self.rows.partition_point(|&r| (r as usize) < rows.start);
+        let end = self.rows.partition_point(|&r| (r as usize) < rows.end);
+        first..end.max(first)
+    }
+
     /// The classic CSR row pointers: `nrows + 1` entries starting at 0 and ending at `nnz`.
     /// Allocates `O(nrows)`; the pattern itself does not keep them.
     pub fn to_row_ptr(&self) -> Vec<usize> {
