@@ -119,7 +119,7 @@ static void null_arguments(dashrank_model *m, dashrank_matrix *x, dashrank_candi
   size_t n = 0, need = 0;
   uint32_t u = 0, idx[4];
   float s[8];
-  char buf[64];
+  char buf[256];
   dashrank_status st;
   int32_t rp32[] = {0, 1}, ci32[] = {0};
   int64_t rp64[] = {0, 1}, ci64[] = {0};
