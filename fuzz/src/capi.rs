@@ -143,7 +143,9 @@ impl State {
 
     fn step(&mut self, input: &mut Input<'_>) {
         match input.below(13) {
-            0 => self.load(input),
+            // Loading runs the whole bundle reader and graph set-up: kept rare for speed.
+            0 if input.below(8) == 0 => self.load(input),
+            0 => self.retain_release(input),
             1 => self.retain_release(input),
             2 => self.embed_csr(input),
             3 => self.embed_file(input),
