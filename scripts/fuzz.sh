@@ -3,9 +3,10 @@
 # coverage and crashes per target. CI runs it briefly from scripts/test.sh; long campaigns use
 # the same script (see docs/reliability.md).
 #
-#   bash scripts/fuzz.sh [--time SECONDS | --runs N] [--sanitizer address|none] [TARGET...]
+#   bash scripts/fuzz.sh [--time SECONDS] [--runs N] [--sanitizer address|none] [TARGET...]
 #
-# Defaults: 20 s per target, AddressSanitizer. Installs cargo-fuzz (crates.io) when missing and
+# Defaults: 20 s per target, AddressSanitizer; with both --time and --runs a run stops at
+# whichever comes first. Installs cargo-fuzz (crates.io) when missing and
 # needs the nightly toolchain. Corpora live in fuzz/corpus/<target>/ (seeded from the fixtures
 # by scripts/fuzz-seeds.py, grown by every run); a crash leaves its input in
 # fuzz/artifacts/<target>/ and makes the script fail after all targets ran. Minimize a crash
@@ -13,13 +14,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-limit=(-max_total_time=20)
+time_limit=20
+runs=()
 sanitizer=address
 targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --time) limit=(-max_total_time="$2"); shift 2 ;;
-    --runs) limit=(-runs="$2"); shift 2 ;;
+    --time) time_limit="$2"; shift 2 ;;
+    --runs) runs=(-runs="$2"); [ "$time_limit" = 20 ] && time_limit=0; shift 2 ;;
     --sanitizer) sanitizer="$2"; shift 2 ;;
     -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
@@ -55,7 +57,7 @@ for t in "${targets[@]}"; do
   log=fuzz/logs/$t.log
   set +e
   (cd fuzz && cargo +nightly fuzz run -O --sanitizer "$sanitizer" "$t" "corpus/$t" -- \
-      "${limit[@]}" -rss_limit_mb=3072 -timeout=30 -max_len=65536 -print_final_stats=1) \
+      -max_total_time="$time_limit" "${runs[@]}" -rss_limit_mb=3072 -timeout=30 -max_len=65536 -print_final_stats=1) \
       > "$log" 2>&1
   rc=$?
   set -e
