@@ -83,6 +83,8 @@ enum dashrank_status
   DASHRANK_STATUS_UNKNOWN_HEAD = 202,
   // A candidate schedule failed to parse or validate (per-candidate status).
   DASHRANK_STATUS_SCHEDULE = 300,
+  // The target has no schedule space for that kernel (SPADE or SparseTIR with SpMV).
+  DASHRANK_STATUS_UNSUPPORTED_KERNEL = 301,
   // The dense-graph executor failed.
   DASHRANK_STATUS_EXECUTOR = 400,
   // The requested backend is not compiled in or could not be initialised.

@@ -1,22 +1,23 @@
 #!/usr/bin/env bash
-# Benchmarks (numbers in BENCHMARKS.md): the native featurizer against the numpy reference,
-# and scoring throughput on tract and on ONNX Runtime. ort picks its backend once per process,
-# so each backend is its own bench binary. Both are built first so that their scoring runs are
-# back to back (the tract/onnxruntime ratio compares two processes). Extra arguments are passed
-# to the tract run (section names: featurize, score). Output is also kept in target/bench/.
+# Benchmarks (numbers in BENCHMARKS.md): the native featurizer against the numpy reference
+# (bench_main), and the native dense-head engine against tract and against ONNX Runtime
+# (heads). ort picks its backend once per process, so each reference is its own bench binary;
+# both are built first so that their runs are back to back. Output is kept in target/bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 ORT_LIB=$(bash scripts/ort-lib.sh)
 mkdir -p target/bench
-rm -f target/bench/score-tract.tsv target/bench/score-onnxruntime.tsv
 
-echo "== building benches (tract, onnxruntime)"
+echo "== building benches"
 cargo bench --quiet --bench bench_main --no-run
-cargo bench --quiet --bench bench_main --no-default-features --features onnxruntime --no-run
+cargo bench --quiet --bench heads --features tract --no-run
+cargo bench --quiet --bench heads --features onnxruntime --no-run
 
-echo "== tract backend"
-cargo bench --quiet --bench bench_main -- "$@" | tee target/bench/tract.log
-echo "== ONNX Runtime backend ($ORT_LIB)"
-DASHRANK_ORT_LIB="$ORT_LIB" cargo bench --quiet --bench bench_main \
-  --no-default-features --features onnxruntime -- score | tee target/bench/onnxruntime.log
+echo "== featurizer vs numpy"
+cargo bench --quiet --bench bench_main -- featurize | tee target/bench/featurize.log
+echo "== native heads vs tract"
+cargo bench --quiet --bench heads --features tract -- "$@" | tee target/bench/heads-tract.log
+echo "== native heads vs ONNX Runtime ($ORT_LIB)"
+DASHRANK_ORT_LIB="$ORT_LIB" cargo bench --quiet --bench heads --features onnxruntime -- "$@" \
+  | tee target/bench/heads-onnxruntime.log

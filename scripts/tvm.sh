@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # TVM FFI gate (run after scripts/setup.sh): installs the pinned `apache-tvm-ffi` into .venv if
-# missing, builds libdashrank.so and the CLI with `--features tvm` (the tvm-ffi crate's build
+# missing, builds libdashrank.so and the CLI with `--features tvm,cli` (the tvm-ffi crate's build
 # runs `tvm-ffi-config`, so .venv/bin goes on PATH), then runs the Python example, which loads
 # the library with `tvm_ffi.load_module`, ranks the SparseTIR SpMM space with the tiny-cognate
 # fixture's gpu-sparsetir/spmm head and compares with `dashrank rank --json`.
 #
 # The build goes to $CARGO_TARGET_DIR, by default target/tvm: a libdashrank.so built with
-# `--features tvm` links libtvm_ffi.so, so it is kept apart from target/release (which
+# `--features tvm,cli` links libtvm_ffi.so, so it is kept apart from target/release (which
 # scripts/ffi.sh installs and the C examples link).
 #
 # Extra arguments go to the example, e.g. `bash scripts/tvm.sh --k 5 --matrix m.csr`.
@@ -26,8 +26,8 @@ fi
 export PATH=$PWD/.venv/bin:$PATH
 echo "== tvm-ffi-config --libdir: $(tvm-ffi-config --libdir)"
 
-echo "== cargo build --release --features tvm --lib --bin dashrank (target dir $CARGO_TARGET_DIR)"
-cargo build --release --features tvm --lib --bin dashrank
+echo "== cargo build --release --features tvm,cli --lib --bin dashrank (target dir $CARGO_TARGET_DIR)"
+cargo build --release --features tvm,cli --lib --bin dashrank
 TARGET=$(cargo metadata --format-version 1 --no-deps \
   | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 LIB=$TARGET/release/libdashrank.so

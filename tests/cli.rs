@@ -394,3 +394,76 @@ fn inspect_check() {
     assert!(stdout.contains("head cpu-taco/sddmm: kernel"), "{stdout}");
     assert!(stdout.contains("check: OK"), "{stdout}");
 }
+
+/// Rewrites `dir/manifest.json` for its `.onnx` files as they are (what
+/// `python -m dashrank_onnx.manifest DIR --write` does).
+fn rewrite_manifest(dir: &Path) {
+    use sha2::Digest;
+    let mut files = serde_json::Map::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "onnx") {
+            let bytes = std::fs::read(&p).unwrap();
+            let sha: String = sha2::Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            files.insert(
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                serde_json::json!({"bytes": bytes.len(), "sha256": sha}),
+            );
+        }
+    }
+    let m = serde_json::json!({"format": "dashrank-manifest", "version": 1, "algorithm": "sha256",
+                               "files": files});
+    std::fs::write(dir.join("manifest.json"), m.to_string()).unwrap();
+}
+
+#[test]
+fn inspect_prints_the_manifest_and_provenance_override_is_explicit() {
+    let fixture = repo().join("tests/data/fixtures/tiny-cognate");
+    let out = dashrank(&["inspect", "--model", s(&fixture)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("featurizer sha256: ") && stdout.contains("mapper sha256: "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("manifest (10 files"), "{stdout}");
+    assert!(
+        stdout.contains("featurizer.onnx (featurizer)")
+            && stdout.contains("spade__spmm.predictor.onnx (predictor, head spade/spmm)"),
+        "{stdout}"
+    );
+    // The spade/spmm head of another COGNATE model copied in, as a user would.
+    let dir = scratch("foreign-head");
+    for entry in std::fs::read_dir(&fixture).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+    }
+    for entry in std::fs::read_dir(repo().join("tests/data/bad/foreign-head")).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+    }
+    let out = dashrank(&["inspect", "--model", s(&dir)]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("head 'spade/spmm'") && stderr.contains("--allow-provenance-mismatch"),
+        "{stderr}"
+    );
+    // The override does not skip the manifest; after a deliberate rewrite it loads, with warnings.
+    let out = dashrank(&["inspect", "--model", s(&dir), "--allow-provenance-mismatch"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("does not match manifest.json"));
+    rewrite_manifest(&dir);
+    let out = dashrank(&["inspect", "--model", s(&dir), "--allow-provenance-mismatch"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stderr.matches("warning: ").count(), 4, "{stderr}");
+    assert_eq!(
+        stdout.matches("provenance override: ").count(),
+        4,
+        "{stdout}"
+    );
+}

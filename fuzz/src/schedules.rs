@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use dashrank::schedule::space::{CpuKernel, GpuConfig, SpadeRow, SuperSchedule, TacoSchedule};
+use dashrank::schedule::space::{GpuConfig, Kernel, SpadeRow, SuperSchedule, TacoSchedule};
 use dashrank::schedule::Schema;
 use dashrank::{ErrorKind, LoadOptions, Model};
 
@@ -95,7 +95,7 @@ pub fn schedule_lines(data: &[u8]) {
     }
 }
 
-const KERNELS: [CpuKernel; 3] = [CpuKernel::SpMM, CpuKernel::SDDMM, CpuKernel::SpMV];
+const KERNELS: [Kernel; 3] = [Kernel::SpMM, Kernel::SDDMM, Kernel::SpMV];
 
 /// TACO command strings and WACO SuperSchedule lines: `data[0]` picks the kernel. A parsed
 /// TACO schedule prints back to itself; a SuperSchedule survives TACO form and back.

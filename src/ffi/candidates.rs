@@ -48,19 +48,6 @@ pub unsafe extern "C" fn dashrank_candidates_prepare(
             .enumerate()
             .map(|(i, &p)| unsafe { try_str(p, &format!("lines[{i}]")) })
             .collect::<Result<Vec<&str>, Failure>>()?;
-        if m.model.info().head(head).is_none() {
-            let names: Vec<&str> = m
-                .model
-                .info()
-                .heads
-                .iter()
-                .map(|h| h.name.as_str())
-                .collect();
-            return Err(Failure::new(
-                dashrank_status::UnknownHead,
-                format!("model has no head '{head}' (heads: {})", names.join(", ")),
-            ));
-        }
         let set = m.model.prepare_candidates(head, &texts)?;
         *out = Box::into_raw(Box::new(dashrank_candidates { set }));
         Ok(())
@@ -83,8 +70,8 @@ pub unsafe extern "C" fn dashrank_candidates_len(
     })
 }
 
-fn status_at(c: &dashrank_candidates, index: usize) -> Result<&CandidateStatus, Failure> {
-    c.set.statuses().get(index).ok_or_else(|| {
+fn status_at(c: &dashrank_candidates, index: usize) -> Result<CandidateStatus<'_>, Failure> {
+    c.set.status(index).ok_or_else(|| {
         Failure::new(
             dashrank_status::IndexOutOfRange,
             format!(
@@ -108,8 +95,8 @@ pub unsafe extern "C" fn dashrank_candidates_status(
         let c = unsafe { try_ref(candidates, "candidates") }?;
         let out = unsafe { try_mut(status, "status") }?;
         *out = match status_at(c, index)? {
-            CandidateStatus::Valid => dashrank_status::Ok,
-            CandidateStatus::Invalid(e) => dashrank_status::from_error(e),
+            CandidateStatus::InvalidSchedule(e) => dashrank_status::from_error(e),
+            _ => dashrank_status::Ok,
         };
         Ok(())
     })
@@ -129,8 +116,8 @@ pub unsafe extern "C" fn dashrank_candidates_message(
     guard(|| {
         let c = unsafe { try_ref(candidates, "candidates") }?;
         let text = match status_at(c, index)? {
-            CandidateStatus::Valid => String::new(),
-            CandidateStatus::Invalid(e) => e.to_string(),
+            CandidateStatus::InvalidSchedule(e) => e.to_string(),
+            _ => String::new(),
         };
         unsafe { write_str(&text, buf, len, needed) }
     })

@@ -101,6 +101,9 @@ fn to_load_options(o: &dashrank_load_options) -> Result<LoadOptions, Failure> {
         threads: (o.threads > 0).then_some(o.threads as usize),
         matrix_cache_capacity: o.matrix_cache_capacity as usize,
         deterministic: o.deterministic,
+        simd: None,
+        // Mixing heads of different models is a CLI/Rust expert override, not offered here.
+        allow_provenance_mismatch: false,
         ..LoadOptions::default()
     })
 }

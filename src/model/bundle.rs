@@ -2,7 +2,8 @@
 //!
 //! Implements `docs/bundle-format.md`: every file is decoded, its `metadata_props` read and
 //! checked (format version window, role, family), weights converted to f32 (FLOAT16 through
-//! `half`) and checked finite. Nothing here executes anything.
+//! `half`) and checked finite. The manifest and the provenance hashes are checked by
+//! [`super::integrity`]. Nothing here executes anything.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,9 +12,10 @@ use prost::Message;
 
 use super::bundle_dir::{check_in_memory_sizes, list_bundle_files, read_bundle_file};
 use super::info::check_format_version;
+use super::integrity::{sha256_hex, Manifest, MANIFEST_FILE};
 use super::limits::{scan_model_proto, BundleLimits};
 use super::onnx_proto::{attribute_type, data_type, ModelProto, TensorProto, ValueInfoProto};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::featurize::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
 
 /// The role of one bundle file.
@@ -62,11 +64,19 @@ pub(crate) struct BundleFile {
     pub proto: ModelProto,
     /// The original bytes, handed to the executor for dense graphs.
     pub bytes: Vec<u8>,
+    /// SHA-256 of `bytes`, lowercase hex (checked against the manifest).
+    pub sha256: String,
 }
 
 impl BundleFile {
-    /// Decodes one file and reads its common metadata.
-    pub(crate) fn decode(origin: &str, bytes: Vec<u8>, limits: &BundleLimits) -> Result<Self> {
+    /// Decodes one file (whose SHA-256 is `sha256`) and reads its common metadata; the
+    /// protobuf is pre-scanned against `limits` before anything is decoded.
+    pub(crate) fn decode(
+        origin: &str,
+        bytes: Vec<u8>,
+        sha256: String,
+        limits: &BundleLimits,
+    ) -> Result<Self> {
         scan_model_proto(&bytes, limits)
             .map_err(|reason| Error::bundle(origin.to_string(), reason))?;
         let proto = ModelProto::decode(bytes.as_slice()).map_err(|e| {
@@ -101,6 +111,7 @@ impl BundleFile {
             metadata,
             proto,
             bytes,
+            sha256,
         };
         file.require("dashrank.family")?;
         file.check_initializers_finite()?;
@@ -120,7 +131,7 @@ impl BundleFile {
         self.metadata.get(key).map(String::as_str)
     }
 
-    fn graph(&self) -> &super::onnx_proto::GraphProto {
+    pub(crate) fn graph(&self) -> &super::onnx_proto::GraphProto {
         // `decode` rejected files without a graph.
         self.proto.graph.as_ref().unwrap_or_else(|| unreachable!())
     }
@@ -350,8 +361,10 @@ pub(crate) struct Bundle {
     pub matrix_embedder: BundleFile,
     /// (head name, schedule embedder, predictor), sorted by head name.
     pub heads: Vec<(String, BundleFile, BundleFile)>,
-    /// FNV-1a over all file bytes in name order.
+    /// FNV-1a over all `.onnx` file bytes in name order.
     pub content_hash: u64,
+    /// The parsed `manifest.json`, if the bundle has one (checked by `integrity::verify`).
+    pub manifest: Option<Manifest>,
 }
 
 impl Bundle {
@@ -378,13 +391,18 @@ impl Bundle {
         Self::from_files(files, limits)
     }
 
-    /// Groups in-memory files `(name, bytes)` by role and checks the bundle is complete.
+    /// Groups in-memory files `(name, bytes)` by role and checks the bundle is complete. A
+    /// file named `manifest.json` is the manifest; every other file is an ONNX bundle file.
     pub(crate) fn from_files(
         mut files: Vec<(String, Vec<u8>)>,
         limits: &BundleLimits,
     ) -> Result<Self> {
         check_in_memory_sizes(&files, limits)?;
         files.sort_by(|a, b| a.0.cmp(&b.0));
+        let manifest = match files.iter().position(|(name, _)| name == MANIFEST_FILE) {
+            Some(i) => Some(Manifest::parse(&files.remove(i).1)?),
+            None => None,
+        };
         let mut hash = Fnv64::new();
         let mut featurizer = None;
         let mut matrix_embedder = None;
@@ -393,7 +411,19 @@ impl Bundle {
         for (name, bytes) in files {
             hash.write(name.as_bytes());
             hash.write(&bytes);
-            let file = BundleFile::decode(&name, bytes, limits)?;
+            let sha256 = sha256_hex(&bytes);
+            let corrupt = manifest
+                .as_ref()
+                .is_some_and(|m| !m.matches(&name, bytes.len(), &sha256));
+            let file = BundleFile::decode(&name, bytes, sha256, limits).map_err(|e| match e.kind() {
+                ErrorKind::Bundle { key, reason } if corrupt => Error::bundle(
+                    key.clone(),
+                    format!(
+                        "{reason} (the file differs from {MANIFEST_FILE}: corrupted or modified after export)"
+                    ),
+                ),
+                _ => e,
+            })?;
             let slot_taken = |what: &str, other: &BundleFile| {
                 Error::bundle(
                     file.origin.clone(),
@@ -481,6 +511,7 @@ impl Bundle {
             matrix_embedder,
             heads,
             content_hash: hash.finish(),
+            manifest,
         })
     }
 }

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::integrity::MANIFEST_FILE;
 use super::limits::BundleLimits;
 use crate::error::{Error, Result};
 
@@ -44,14 +45,15 @@ impl FileIdentity {
     }
 }
 
-/// Lists the bundle files of `dir`: every entry whose name ends in `.onnx`, sorted by name.
+/// Lists the bundle files of `dir`: every entry whose name ends in `.onnx`, and the
+/// manifest (`manifest.json`) when there is one, sorted by name.
 ///
 /// The rules (`docs/reliability.md`, "Model files"): only the directory's own entries are
-/// read, under the names the listing gives; an `.onnx` entry must be a regular file, or a
+/// read, under the names the listing gives; such an entry must be a regular file, or a
 /// symbolic link whose fully resolved target is a regular file inside the (resolved) bundle
 /// directory, so a bundle may alias its own files but never reach outside it. Any other
-/// `.onnx` entry (directory, device, FIFO, socket, dangling link, link leaving the
-/// directory) is an error naming it; entries with other names are ignored.
+/// such entry (directory, device, FIFO, socket, dangling link, link leaving the directory)
+/// is an error naming it; entries with other names are ignored.
 pub(crate) fn list_bundle_files(dir: &Path, limits: &BundleLimits) -> Result<Vec<DirEntry>> {
     let io = |p: &Path| {
         let p = p.to_path_buf();
@@ -62,7 +64,8 @@ pub(crate) fn list_bundle_files(dir: &Path, limits: &BundleLimits) -> Result<Vec
     for entry in std::fs::read_dir(&root).map_err(io(dir))? {
         let entry = entry.map_err(io(dir))?;
         let path = entry.path();
-        if path.extension().is_none_or(|e| e != "onnx") {
+        let is_manifest = path.file_name().is_some_and(|n| n == MANIFEST_FILE);
+        if path.extension().is_none_or(|e| e != "onnx") && !is_manifest {
             continue;
         }
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -107,7 +110,7 @@ pub(crate) fn list_bundle_files(dir: &Path, limits: &BundleLimits) -> Result<Vec
             identity: FileIdentity::of(&target),
         });
     }
-    if out.is_empty() {
+    if out.iter().all(|e| e.name == MANIFEST_FILE) {
         return Err(Error::bundle(
             dir.display().to_string(),
             "no .onnx files found: a bundle is a directory of ONNX files",

@@ -89,6 +89,8 @@ pub struct CsrPattern {
     /// starting at 0, strictly increasing, ending at `nnz`.
     row_start: Vec<usize>,
     col_idx: Vec<u32>,
+    /// [`CsrPattern::content_hash`], computed on first use.
+    pub(super) hash: super::hash::HashCell,
 }
 
 impl CsrPattern {
@@ -147,6 +149,7 @@ impl CsrPattern {
             rows,
             row_start,
             col_idx,
+            hash: Default::default(),
         }
     }
 

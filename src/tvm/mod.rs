@@ -91,9 +91,7 @@ fn model_heads(model: DashrankModel) -> Result<Array<FfiString>> {
 /// `"higher_is_better"`.
 fn head_polarity(model: DashrankModel, head: FfiString) -> Result<FfiString> {
     let info = model.model().info();
-    let h = info
-        .head(head.as_str())
-        .ok_or_else(|| value_error(&format!("the model has no head '{}'", head.as_str())))?;
+    let h = info.head(head.as_str())?;
     Ok(FfiString::from(match h.polarity {
         ScorePolarity::LowerIsBetter => "lower_is_better",
         ScorePolarity::HigherIsBetter => "higher_is_better",
@@ -114,15 +112,7 @@ fn sparsetir_space(
     nnz: i64,
     unified: bool,
 ) -> Result<Array<Any>> {
-    let kernel = match kernel.as_str() {
-        "spmm" => Kernel::SpMM,
-        "sddmm" => Kernel::SDDMM,
-        other => {
-            return Err(value_error(&format!(
-                "unknown kernel '{other}' (expected 'spmm' or 'sddmm')"
-            )))
-        }
-    };
+    let kernel: Kernel = kernel.as_str().parse()?;
     let feat_size = u32::try_from(feat_size)
         .map_err(|_| value_error(&format!("feat_size out of range: {feat_size}")))?;
     let shape = MatrixShape::new(
@@ -130,7 +120,7 @@ fn sparsetir_space(
         size(ncols, "ncols")?,
         size(nnz, "nnz")?,
     );
-    let space = SparseTirSpace::new(kernel, feat_size);
+    let space = SparseTirSpace::new(kernel, feat_size)?;
     let list = if unified {
         Mapped(space).candidates(&shape)
     } else {

@@ -280,7 +280,7 @@ fn evaluate(
     model
         .score_into(&embedding, &candidates, &mut scores)
         .with_context(|| format!("scoring the schedules of {}", job.measured.display()))?;
-    let polarity = model.info().head(head).context("head vanished")?.polarity;
+    let polarity = model.info().head(head)?.polarity;
     let predicted = eval::oriented(&scores, polarity);
     if predicted.iter().any(|s| s.is_nan()) {
         bail!(

@@ -67,6 +67,10 @@ pub struct ModelArgs {
     /// Head to use (default: the model's only head).
     #[arg(long)]
     pub head: Option<String>,
+    /// Load heads trained with another featurizer or mapper than the bundle's (experts only;
+    /// each mismatch is printed as a warning). Corrupted files are refused either way.
+    #[arg(long)]
+    pub allow_provenance_mismatch: bool,
 }
 
 #[derive(Args)]

@@ -26,12 +26,13 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
         writeln!(out, "  {f:?}: mean {m}, std {s}")?;
     }
     writeln!(out, "content hash:      {:016x}", info.content_hash)?;
+    print_integrity(&mut out, &info.integrity)?;
     let heads: Vec<_> = match &args.model.head {
         Some(name) => vec![crate::pick_head(&model, Some(name))?],
         None => info.heads.iter().map(|h| h.name.clone()).collect(),
     };
     for name in &heads {
-        let h = info.head(name).context("head vanished")?;
+        let h = info.head(name)?;
         writeln!(
             out,
             "head {}: kernel {}, target {}, {}, schema '{}' ({} columns), schedule embedding {}",
@@ -68,6 +69,33 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
     }
 }
 
+/// The provenance hashes and the manifest (all verified at load).
+fn print_integrity(out: &mut impl Write, integrity: &dashrank::BundleIntegrity) -> Result<()> {
+    writeln!(out, "featurizer sha256: {}", integrity.featurizer_sha256)?;
+    writeln!(out, "mapper sha256:     {}", integrity.mapper_sha256)?;
+    writeln!(
+        out,
+        "manifest ({} files, sizes and SHA-256 verified at load):",
+        integrity.files.len()
+    )?;
+    for e in &integrity.files {
+        let head = e
+            .head
+            .as_deref()
+            .map(|h| format!(", head {h}"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {}  {:>10}  {} ({}{head})",
+            e.sha256, e.bytes, e.name, e.role
+        )?;
+    }
+    for warning in &integrity.provenance_overrides {
+        writeln!(out, "provenance override: {warning}")?;
+    }
+    Ok(())
+}
+
 /// Embeds a small synthetic matrix and scores a few schedules built from each head's schema;
 /// returns one line of findings per step.
 fn check(model: &Model, heads: &[String]) -> Result<Vec<String>> {
@@ -88,12 +116,7 @@ fn check(model: &Model, heads: &[String]) -> Result<Vec<String>> {
         let set = model
             .prepare_candidates(head, &lines)
             .with_context(|| format!("embedding schedules for head {head}"))?;
-        if let Some((i, dashrank::CandidateStatus::Invalid(e))) = set
-            .statuses()
-            .iter()
-            .enumerate()
-            .find(|(_, s)| !s.is_valid())
-        {
+        if let Some((i, e)) = set.errors().next() {
             anyhow::bail!(
                 "head {head}: synthetic schedule '{}' rejected: {e}",
                 lines[i]

@@ -80,10 +80,15 @@ pub fn load_model(args: &ModelArgs) -> Result<Model> {
     let options = LoadOptions {
         backend,
         threads: args.threads,
+        allow_provenance_mismatch: args.allow_provenance_mismatch,
         ..LoadOptions::default()
     };
-    Model::load(&args.model, &options)
-        .with_context(|| format!("loading model {}", args.model.display()))
+    let model = Model::load(&args.model, &options)
+        .with_context(|| format!("loading model {}", args.model.display()))?;
+    for warning in &model.info().integrity.provenance_overrides {
+        eprintln!("warning: {warning} (accepted: --allow-provenance-mismatch)");
+    }
+    Ok(model)
 }
 
 /// Reads a matrix by extension: `.csr` (WACO binary) or `.mtx` (Matrix Market).
@@ -101,21 +106,5 @@ pub fn read_matrix(path: &Path) -> Result<CsrPattern> {
 
 /// The head named by `--head`, or the model's only head.
 pub fn pick_head(model: &Model, head: Option<&str>) -> Result<String> {
-    let heads = &model.info().heads;
-    let names = || {
-        heads
-            .iter()
-            .map(|h| h.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match head {
-        Some(h) if model.info().head(h).is_some() => Ok(h.to_string()),
-        Some(h) => bail!("the model has no head '{h}' (heads: {})", names()),
-        None if heads.len() == 1 => Ok(heads[0].name.clone()),
-        None => bail!(
-            "the model has several heads; choose one with --head ({})",
-            names()
-        ),
-    }
+    Ok(model.info().head_or_only(head)?.name.clone())
 }

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use dashrank::{eval, CandidateStatus, CostModel};
+use dashrank::{eval, CostModel};
 use serde_json::json;
 
 use crate::flags::RankArgs;
@@ -21,7 +21,7 @@ pub fn run(args: &RankArgs) -> Result<()> {
     let head = pick_head(&model, args.model.head.as_deref())?;
     let set = model.prepare_candidates(&head, &lines)?;
     let info = model.info();
-    let polarity = info.head(&head).context("head vanished")?.polarity;
+    let polarity = info.head(&head)?.polarity;
     let mut out = std::io::stdout().lock();
     let mut reports = Vec::new();
     for path in &args.matrix {
@@ -52,10 +52,7 @@ pub fn run(args: &RankArgs) -> Result<()> {
                     "index": r.index, "score": r.score, "schedule": schedule_text(lines[r.index]),
                     "measured_ms": set.measured_ms()[r.index],
                 })).collect::<Vec<_>>(),
-                "invalid": set.statuses().iter().enumerate().filter_map(|(i, s)| match s {
-                    CandidateStatus::Invalid(e) => Some(json!({"index": i, "error": e.to_string()})),
-                    CandidateStatus::Valid => None,
-                }).collect::<Vec<_>>(),
+                "invalid": set.errors().map(|(i, e)| json!({"index": i, "error": e.to_string()})).collect::<Vec<_>>(),
                 "kendall_tau": metrics.kendall_tau, "spearman_rho": metrics.spearman_rho,
                 "top1_ms": metrics.top1.map(|o| o.chosen_ms),
                 "top5_best_ms": metrics.top5.map(|o| o.chosen_ms),
@@ -102,10 +99,8 @@ pub fn run(args: &RankArgs) -> Result<()> {
                 schedule_text(lines[item.index])
             )?;
         }
-        for (i, status) in set.statuses().iter().enumerate() {
-            if let CandidateStatus::Invalid(e) = status {
-                writeln!(out, "  skipped candidate {}: {e}", i + 1)?;
-            }
+        for (i, e) in set.errors() {
+            writeln!(out, "  skipped candidate {}: {e}", i + 1)?;
         }
         if let (Some(t1), Some(t5)) = (metrics.top1, metrics.top5) {
             writeln!(
