@@ -45,11 +45,15 @@
 // Library patch version.
 #define DASHRANK_VERSION_PATCH 0
 
-// `dashrank_load_options.backend`: tract, pure Rust (the default).
+// `dashrank_load_options.backend`: tract, pure Rust, for every dense graph (needs a library
+// built with feature `tract`).
 #define DASHRANK_BACKEND_TRACT 0
 
 // `dashrank_load_options.backend`: ONNX Runtime loaded from `onnxruntime_library`.
 #define DASHRANK_BACKEND_ONNXRUNTIME 1
+
+// `dashrank_load_options.backend`: dashrank's native engine (the default), in every build.
+#define DASHRANK_BACKEND_NATIVE 2
 
 // `dashrank_model_head_polarity`: lower scores are predicted faster.
 #define DASHRANK_POLARITY_LOWER_IS_BETTER 0
@@ -175,7 +179,8 @@ typedef void (*dashrank_log_callback)(void *user_data, dashrank_log_level level,
 typedef struct dashrank_load_options {
   // Set by `dashrank_load_options_init` to `DASHRANK_ABI_VERSION`; checked at load.
   uint32_t abi_version;
-  // `DASHRANK_BACKEND_TRACT` (default) or `DASHRANK_BACKEND_ONNXRUNTIME`.
+  // `DASHRANK_BACKEND_NATIVE` (default), `DASHRANK_BACKEND_TRACT` or
+  // `DASHRANK_BACKEND_ONNXRUNTIME`.
   uint32_t backend;
   // Path of `libonnxruntime.so` for `DASHRANK_BACKEND_ONNXRUNTIME`, else NULL. Copied
   // during the call.

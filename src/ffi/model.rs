@@ -11,10 +11,13 @@ use super::boundary::{guard, take_handle, try_mut, try_ref, try_str, write_str, 
 use super::status::dashrank_status;
 use super::DASHRANK_ABI_VERSION;
 
-/// `dashrank_load_options.backend`: tract, pure Rust (the default).
+/// `dashrank_load_options.backend`: tract, pure Rust, for every dense graph (needs a library
+/// built with feature `tract`).
 pub const DASHRANK_BACKEND_TRACT: u32 = 0;
 /// `dashrank_load_options.backend`: ONNX Runtime loaded from `onnxruntime_library`.
 pub const DASHRANK_BACKEND_ONNXRUNTIME: u32 = 1;
+/// `dashrank_load_options.backend`: dashrank's native engine (the default), in every build.
+pub const DASHRANK_BACKEND_NATIVE: u32 = 2;
 
 /// `dashrank_model_head_polarity`: lower scores are predicted faster.
 pub const DASHRANK_POLARITY_LOWER_IS_BETTER: u32 = 0;
@@ -28,7 +31,8 @@ pub const DASHRANK_POLARITY_HIGHER_IS_BETTER: u32 = 1;
 pub struct dashrank_load_options {
     /// Set by `dashrank_load_options_init` to `DASHRANK_ABI_VERSION`; checked at load.
     pub abi_version: u32,
-    /// `DASHRANK_BACKEND_TRACT` (default) or `DASHRANK_BACKEND_ONNXRUNTIME`.
+    /// `DASHRANK_BACKEND_NATIVE` (default), `DASHRANK_BACKEND_TRACT` or
+    /// `DASHRANK_BACKEND_ONNXRUNTIME`.
     pub backend: u32,
     /// Path of `libonnxruntime.so` for `DASHRANK_BACKEND_ONNXRUNTIME`, else NULL. Copied
     /// during the call.
@@ -61,7 +65,7 @@ pub unsafe extern "C" fn dashrank_load_options_init(
         let d = LoadOptions::default();
         *unsafe { try_mut(options, "options") }? = dashrank_load_options {
             abi_version: DASHRANK_ABI_VERSION,
-            backend: DASHRANK_BACKEND_TRACT,
+            backend: DASHRANK_BACKEND_NATIVE,
             onnxruntime_library: std::ptr::null(),
             threads: 0,
             deterministic: d.deterministic,
@@ -83,6 +87,7 @@ fn to_load_options(o: &dashrank_load_options) -> Result<LoadOptions, Failure> {
         ));
     }
     let backend = match o.backend {
+        DASHRANK_BACKEND_NATIVE => Backend::Native,
         DASHRANK_BACKEND_TRACT => Backend::Tract,
         DASHRANK_BACKEND_ONNXRUNTIME => Backend::OnnxRuntime {
             library: PathBuf::from(unsafe {
