@@ -97,12 +97,14 @@ def main():
     put("sparsetir_json", json.dumps(one))
     put("sparsetir_json", json.dumps([one, dict(one, kernel="sddmm", bind_k1=False, group=4)]))
 
-    # Bundles: [fixture, file] + the unchanged file (file order: sorted names).
+    # Bundles: [fixture, file] + the unchanged file (file order: sorted names; the last index
+    # is the manifest).
     for i, fx in enumerate(FIXTURES):
         d = os.path.join(ROOT, "tests/data/fixtures", fx)
         names = sorted(n for n in os.listdir(d) if n.endswith(".onnx"))
         for j, n in enumerate(names):
             put("bundle", bytes([i, j]) + open(os.path.join(d, n), "rb").read())
+        put("bundle", bytes([i, len(names)]) + open(os.path.join(d, "manifest.json"), "rb").read())
 
     # C call sequences: random op streams.
     for _ in range(24):

@@ -67,8 +67,12 @@ fn every_target_runs_on_simple_inputs() {
     // File 2 of tiny-waco-spmm (sorted names) is the featurizer: unchanged, then cut short.
     let mut bundle = vec![0u8, 2];
     bundle.extend_from_slice(&featurizer);
-    bodies::bundle(&bundle);
+    assert!(bodies::bundle_loads(&bundle), "the unchanged fixture loads");
+    bundle[0] = 0x80; // keep the original manifest: still the same bytes
+    assert!(bodies::bundle_loads(&bundle));
     bundle.truncate(bundle.len() / 2);
-    bodies::bundle(&bundle);
+    assert!(!bodies::bundle_loads(&bundle));
+    bundle[0] = 0; // re-stamped manifest: the cut file itself is refused
+    assert!(!bodies::bundle_loads(&bundle));
     bodies::capi_sequence(&[2, 0, 0, 3, 1, 2, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 9, 6]);
 }

@@ -153,16 +153,60 @@ fn fixtures() -> &'static [Fixture] {
     })
 }
 
-/// Bundle loading with one file replaced: `data[0]` picks the fixture bundle, `data[1]` the
-/// file, the rest is the file's new content. A bundle that loads is then used end to end.
+/// `manifest.json` vouching for `files` as they are (what `python -m dashrank_onnx.manifest
+/// --stamp` writes), so that a mutated file reaches the checks after the manifest's.
+fn stamp_manifest(files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let entries: serde_json::Map<String, serde_json::Value> = files
+        .iter()
+        .map(|(name, bytes)| {
+            let sha: String = Sha256::digest(bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            (
+                name.clone(),
+                serde_json::json!({ "bytes": bytes.len(), "sha256": sha }),
+            )
+        })
+        .collect();
+    let manifest = serde_json::json!({
+        "format": "dashrank-manifest",
+        "version": 1,
+        "algorithm": "sha256",
+        "files": entries,
+    });
+    manifest.to_string().into_bytes()
+}
+
+/// Bundle loading with one file replaced: `data[0]` picks the fixture bundle (its top bit
+/// keeps the original manifest, so the corruption check itself is exercised), `data[1]` the
+/// file (the last index is `manifest.json` itself), the rest is the file's new content. The
+/// manifest is otherwise re-stamped for the new bytes, so mutations reach the checks behind
+/// it. A bundle that loads is then used end to end.
 pub fn bundle(data: &[u8]) {
+    bundle_loads(data);
+}
+
+/// [`bundle`], returning whether the bundle loaded.
+pub fn bundle_loads(data: &[u8]) -> bool {
     let [pick, which, content @ ..] = data else {
-        return;
+        return false;
     };
-    let fixture = &fixtures()[usize::from(*pick) % fixtures().len()];
+    let fixture = &fixtures()[usize::from(*pick & 0x7f) % fixtures().len()];
     let mut files = fixture.files.clone();
-    let slot = usize::from(*which) % files.len();
-    files[slot].1 = content.to_vec();
+    let slot = usize::from(*which) % (files.len() + 1);
+    let manifest = if slot == files.len() {
+        content.to_vec()
+    } else if *pick & 0x80 != 0 {
+        let original = stamp_manifest(&files);
+        files[slot].1 = content.to_vec();
+        original
+    } else {
+        files[slot].1 = content.to_vec();
+        stamp_manifest(&files)
+    };
+    files.push(("manifest.json".to_string(), manifest));
     let options = LoadOptions {
         threads: Some(1),
         matrix_cache_capacity: 0,
@@ -170,13 +214,19 @@ pub fn bundle(data: &[u8]) {
     };
     let model = match Model::from_files(files, &options) {
         Ok(m) => m,
-        Err(e) => return check_error(&e),
+        Err(e) => {
+            check_error(&e);
+            return false;
+        }
     };
     let pattern = CsrPattern::new(6, 5, vec![0, 2, 2, 3, 5, 5, 6], vec![0, 4, 1, 2, 3, 0])
         .expect("valid pattern");
     let matrix = match model.embed_matrix(&pattern) {
         Ok(m) => m,
-        Err(e) => return check_error(&e),
+        Err(e) => {
+            check_error(&e);
+            return true;
+        }
     };
     for (head, lines) in &fixture.lines {
         let candidates = match model.prepare_candidates(head, lines) {
@@ -200,4 +250,5 @@ pub fn bundle(data: &[u8]) {
             Err(e) => check_error(&e),
         }
     }
+    true
 }

@@ -14,7 +14,7 @@ mod inputs;
 mod schedules;
 
 pub use capi::capi_sequence;
-pub use inputs::{bundle, mtx, waco_csr};
+pub use inputs::{bundle, bundle_loads, mtx, waco_csr};
 pub use schedules::{schedule_lines, spade_csv, sparsetir_json, taco_commands};
 
 /// Every target name, in `fuzz/Cargo.toml` order.
