@@ -96,6 +96,17 @@ fn symlinks_leaving_the_bundle_are_refused() {
     std::fs::remove_file(dir.join(PREDICTOR)).unwrap();
     std::os::unix::fs::symlink("/dev/zero", dir.join(PREDICTOR)).unwrap();
     assert_rejected(&dir, limits, &[PREDICTOR, "outside the bundle directory"]);
+    // The manifest follows the same rule.
+    std::fs::remove_file(dir.join(PREDICTOR)).unwrap();
+    std::fs::copy(&outside, dir.join(PREDICTOR)).unwrap();
+    let manifest = fixture("tiny-waco-spmm").join("manifest.json");
+    std::fs::remove_file(dir.join("manifest.json")).unwrap();
+    std::os::unix::fs::symlink(&manifest, dir.join("manifest.json")).unwrap();
+    assert_rejected(
+        &dir,
+        limits,
+        &["manifest.json", "outside the bundle directory"],
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -162,7 +173,10 @@ fn size_limits_name_the_file_and_the_limit() {
     let files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "onnx"))
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "onnx")
+                || p.file_name().is_some_and(|n| n == "manifest.json")
+        })
         .map(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
             (name, std::fs::read(&p).unwrap())
