@@ -10,6 +10,7 @@
 //! so a silently wrong result fails too.
 
 mod capi;
+mod capi_support;
 mod inputs;
 mod schedules;
 
