@@ -206,7 +206,7 @@ fn fresh_copy(p: &CsrPattern) -> BoxResult<CsrPattern> {
     Ok(CsrPattern::new(
         p.nrows(),
         p.ncols(),
-        p.row_ptr().to_vec(),
+        p.to_row_ptr(),
         p.col_idx().to_vec(),
     )?)
 }

@@ -53,12 +53,22 @@ gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/abi_test.c $LIBS_DR -lpthrea
 gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/space_test.c $LIBS_DR -lpthread $RPATH -o $OUT/space_test
 g++ -std=c++17 $WARN -O1 -g $CFLAGS_DR ffi-examples/cpp/rank.cpp $LIBS_DR -lpthread $RPATH -o $OUT/rank_cpp
 g++ -std=c++17 $WARN -O1 -g $CFLAGS_DR ffi-examples/cpp/spaces.cpp $LIBS_DR -lpthread $RPATH -o $OUT/spaces_cpp
+gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/misuse.c $LIBS_DR -lpthread $RPATH -o $OUT/misuse
 echo "== build (AddressSanitizer, static library)"
 gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/taco_driver.c $STATIC_DR -o $OUT/taco_driver_asan
 gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/abi_test.c $STATIC_DR -lpthread -o $OUT/abi_test_asan
 gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/space_test.c $STATIC_DR -lpthread -o $OUT/space_test_asan
 g++ -std=c++17 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/cpp/rank.cpp $STATIC_DR -lpthread -o $OUT/rank_cpp_asan
 g++ -std=c++17 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/cpp/spaces.cpp $STATIC_DR -lpthread -o $OUT/spaces_cpp_asan
+gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/misuse.c $STATIC_DR -lpthread -o $OUT/misuse_asan
+
+echo "== misuse suite covers every export of the header"
+missing=$(grep -o 'dashrank_[a-z0-9_]*(' include/dashrank.h | sort -u | tr -d '(' |
+  while read -r f; do grep -q "$f(" ffi-examples/c/misuse.c || echo "$f"; done)
+if [ -n "$missing" ]; then
+  echo "error: ffi-examples/c/misuse.c has no case for: $missing" >&2
+  exit 1
+fi
 
 # Real data: a real WACO matrix (converted to .mtx for the C driver's own reader) and its
 # measured SuperSchedules for the C++ example.
@@ -96,6 +106,9 @@ echo "== C: misuse paths and one model shared by 4 pthreads"
 $OUT/abi_test $MODEL $SMALL 4
 echo "== C: schedule-space calls (statuses, default, tuning, misuse, threads)"
 $OUT/space_test $COGNATE $SMALL
+echo "== C: misuse suite (NULLs, buffers, lifetimes, bad values; 8 threads x 1000 calls)"
+FIXTURE=tests/data/fixtures/tiny-waco-spmm
+$OUT/misuse $MODEL $FIXTURE 8 1000
 
 VG="valgrind -q --error-exitcode=1 --leak-check=full --suppressions=ffi-examples/valgrind.supp"
 echo "== valgrind"
@@ -104,6 +117,7 @@ $VG $OUT/abi_test $MODEL $SMALL 2 > /dev/null
 $VG $OUT/rank_cpp $MODEL $SMALL "$REAL_LINES" 3 > /dev/null
 $VG $OUT/spaces_cpp $COGNATE $SMALL 2 2 > /dev/null
 $VG $OUT/space_test $COGNATE $SMALL > /dev/null
+$VG $OUT/misuse $FIXTURE $MODEL 2 40 > /dev/null
 echo "valgrind: clean"
 
 echo "== AddressSanitizer (+ LeakSanitizer)"
@@ -114,5 +128,6 @@ $OUT/abi_test_asan $MODEL $SMALL 4 > /dev/null
 $OUT/rank_cpp_asan $MODEL "$REAL_CSR" "$REAL_LINES" 3 > /dev/null
 $OUT/spaces_cpp_asan $COGNATE "$REAL_CSR" 3 4 > /dev/null
 $OUT/space_test_asan $COGNATE $SMALL > /dev/null
+$OUT/misuse_asan $MODEL $FIXTURE 8 1000 > /dev/null
 echo "asan: clean"
 echo "== ffi: ok"

@@ -71,6 +71,12 @@ DASHRANK_TEST_BACKEND=tract cargo test --release --features tract,cli \
 echo "== C ABI: header, SONAME, C/C++ examples, valgrind, ASan"
 bash scripts/ffi.sh
 
+echo "== soak, short: one model, mixed calls over matrices of very different sizes (RSS, repeats)"
+cargo run --release --quiet --example soak -- --calls 300 --every 100 --large-rows 65536
+
+echo "== fuzz, short pass: every target briefly (long campaigns: docs/reliability.md)"
+bash scripts/fuzz.sh --time 15
+
 echo "== TVM FFI module: tvm_ffi.load_module from Python ranks SparseTIR configurations"
 CARGO_TARGET_DIR=target bash scripts/tvm.sh
 

@@ -27,18 +27,10 @@ pub(crate) struct Coords {
 impl Coords {
     /// The points of a pattern: one per stored entry, in CSR order.
     pub fn from_pattern(p: &CsrPattern) -> Self {
-        let rp = p.row_ptr();
-        let mut rows = Vec::new();
-        let mut row_start = vec![0];
-        for r in 0..p.nrows() {
-            if rp[r + 1] > rp[r] {
-                rows.push(r as u32);
-                row_start.push(rp[r + 1]);
-            }
-        }
+        // The pattern keeps the same layout (non-empty rows only).
         Self {
-            rows,
-            row_start,
+            rows: p.nonempty_rows().to_vec(),
+            row_start: p.row_starts().to_vec(),
             cols: p.col_idx().to_vec(),
         }
     }

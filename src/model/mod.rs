@@ -20,10 +20,12 @@ use crate::schedule::Schema;
 use crate::simd::SimdLevel;
 
 mod bundle;
+mod bundle_dir;
 mod cache;
 pub mod executor;
 pub mod info;
 mod integrity;
+mod limits;
 mod native;
 mod onnx_proto;
 mod run;
@@ -38,6 +40,10 @@ pub use info::{
     ShapeNormalization, Target, MAX_FORMAT_VERSION, MIN_FORMAT_VERSION,
 };
 pub use integrity::{BundleIntegrity, ManifestEntry};
+pub use limits::{
+    BundleLimits, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_MAX_FILES, DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_PROTO_ELEMENTS, DEFAULT_MAX_TENSOR_ELEMENTS, MAX_PROTO_DEPTH,
+};
 use native::{Exec, NativeHead, NativeMatrixEmbedder};
 pub(crate) use run::Prepared;
 
@@ -63,6 +69,8 @@ pub struct LoadOptions {
     /// [`SimdLevel::best`]. Every level gives bit-identical results (see [`crate::simd`]);
     /// forcing one is for tests and for comparing speed. A level the CPU lacks is an error.
     pub simd: Option<SimdLevel>,
+    /// Limits on the bundle's files (sizes, protobuf contents); see [`BundleLimits`].
+    pub limits: BundleLimits,
     /// Load heads whose recorded provenance (the featurizer and mapper hashes they were
     /// trained with) differs from the bundle's: for experts who know the mix is intended. Each
     /// mismatch is logged as a warning and listed in [`BundleIntegrity::provenance_overrides`].
@@ -79,6 +87,7 @@ impl Default for LoadOptions {
             matrix_cache_capacity: 64,
             deterministic: false,
             simd: None,
+            limits: BundleLimits::default(),
             allow_provenance_mismatch: false,
         }
     }
@@ -195,13 +204,13 @@ impl OrtSetup<'_> {
 impl Model {
     /// Loads a bundle directory (see `docs/bundle-format.md`).
     pub fn load(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Self> {
-        let bundle = Bundle::read_dir(dir.as_ref())?;
+        let bundle = Bundle::read_dir(dir.as_ref(), &options.limits)?;
         Self::from_bundle(bundle, options)
     }
 
     /// Loads a bundle from in-memory files `(file name, bytes)`.
     pub fn from_files(files: Vec<(String, Vec<u8>)>, options: &LoadOptions) -> Result<Self> {
-        Self::from_bundle(Bundle::from_files(files)?, options)
+        Self::from_bundle(Bundle::from_files(files, &options.limits)?, options)
     }
 
     fn from_bundle(bundle: Bundle, options: &LoadOptions) -> Result<Self> {

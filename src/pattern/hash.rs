@@ -40,13 +40,15 @@ fn fmix64(mut h: u64) -> u64 {
 }
 
 impl CsrPattern {
-    /// A 64-bit hash of the structure `(nrows, ncols, nnz, row_ptr, col_idx)`, computed on
-    /// the first call and remembered (a cache hit in
+    /// A 64-bit hash of the structure (shape, non-empty rows, columns), computed on the first
+    /// call and remembered (a cache hit in
     /// [`CostModel::embed_matrix`](crate::CostModel::embed_matrix) costs a lookup).
     ///
-    /// Stable across runs, platforms and Rust versions (it uses no `std::hash` machinery).
-    /// The sequence of 64-bit words is `nrows, ncols, nnz`, then `row_ptr[0..=nrows]` widened
-    /// to `u64`, then `col_idx` two at a time (`lo | hi << 32`; an odd last one alone). Word
+    /// Stable across runs, platforms and Rust versions (it uses no `std::hash` machinery), and
+    /// proportional to the entries (empty rows cost nothing). The sequence of 64-bit words is
+    /// `nrows, ncols, nnz`, then for each non-empty row `nonempty_rows()[i]` and its end
+    /// offset `row_starts()[i + 1]`, then `col_idx` two at a time (`lo | hi << 32`; an odd last
+    /// one alone). Word
     /// `i` goes to lane `i mod 4`; each lane starts from `SEED + lane` and absorbs its words as
     /// `h = rotl((h ^ w) * 0x9E3779B97F4A7C15, 31)` (wrapping); the four lanes are absorbed in
     /// order into the seed and the result goes through MurmurHash3's `fmix64`. Not
@@ -65,8 +67,9 @@ impl CsrPattern {
         push(self.nrows() as u64);
         push(self.ncols() as u64);
         push(self.nnz() as u64);
-        for &p in self.row_ptr() {
-            push(p as u64);
+        for (&r, &end) in self.nonempty_rows().iter().zip(&self.row_starts()[1..]) {
+            push(u64::from(r));
+            push(end as u64);
         }
         let pairs = self.col_idx().chunks_exact(2);
         let odd = pairs.remainder().first().copied();
@@ -98,5 +101,5 @@ mod tests {
         assert_eq!(a.content_hash(), PINNED);
     }
 
-    const PINNED: u64 = 10_219_276_142_628_849_563;
+    const PINNED: u64 = 7_986_548_344_427_538_817;
 }
