@@ -23,6 +23,7 @@
 #include <dashrank.h>
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,7 +416,197 @@ static void bad_values(dashrank_model *m, dashrank_matrix *x, dashrank_candidate
   EXPECT(dashrank_candidates_free(&co), DASHRANK_STATUS_OK);
 }
 
-/* --- 5. 8 threads x 1000 calls sharing one model, bit for bit ------------------------- */
+/* --- 5. Whole spaces: NULLs, buffers, indices, bad codes, lifetimes ------------------ */
+
+static bool measure_ok(void *ud, const dashrank_measure_request *r, double *ms) {
+  int *calls = ud;
+  (*calls)++;
+  *ms = 1.0 + (double)(r->index % 7); /* any deterministic time */
+  return true;
+}
+
+static bool measure_fails(void *ud, const dashrank_measure_request *r, double *ms) {
+  (void)ud;
+  (void)r;
+  *ms = -1.0;
+  return false;
+}
+
+typedef struct {
+  const dashrank_space *space;
+  const dashrank_space_candidates *sc;
+  size_t index;
+  int which; /* 0 name, 1 message, 2 line, 3 render */
+} space_text_ctx;
+
+static dashrank_status space_text_fn(const void *p, char *b, size_t l, size_t *n) {
+  const space_text_ctx *t = p;
+  switch (t->which) {
+    case 0: return dashrank_space_name(t->space, b, l, n);
+    case 1: return dashrank_space_candidates_message(t->sc, t->index, b, l, n);
+    case 2: return dashrank_space_candidates_line(t->sc, t->index, b, l, n);
+    default: return dashrank_space_candidates_render(t->sc, t->index, "m", b, l, n);
+  }
+}
+
+static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir) {
+  dashrank_space *s = NULL, *so = (dashrank_space *)1;
+  dashrank_space_candidates *sc = NULL, *sco = (dashrank_space_candidates *)1;
+  dashrank_candidate_info info;
+  dashrank_ranked top[8];
+  dashrank_tune_result res;
+  dashrank_measurement meas[8];
+  size_t n = 0, ranked = 0, def = 0, need = 0, rows = 0, cols = 0, nnz = 0;
+  char buf[512];
+  int calls = 0;
+
+  /* Making spaces: NULL out, bad codes, unknown and unsupported names. */
+  EXPECT(dashrank_space_new(DASHRANK_TARGET_CPU_TACO, DASHRANK_KERNEL_SPMM, 0, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_new(77, DASHRANK_KERNEL_SPMM, 0, &so), DASHRANK_STATUS_INVALID_ARGUMENT);
+  CHECK(so == NULL);
+  so = (dashrank_space *)1;
+  EXPECT(dashrank_space_new(DASHRANK_TARGET_CPU_TACO, 77, 0, &so), DASHRANK_STATUS_INVALID_ARGUMENT);
+  CHECK(so == NULL);
+  EXPECT(dashrank_space_new(DASHRANK_TARGET_SPADE, DASHRANK_KERNEL_SPMV, 0, &so), DASHRANK_STATUS_UNSUPPORTED_KERNEL);
+  EXPECT(dashrank_space_new(DASHRANK_TARGET_GPU_SPARSETIR, DASHRANK_KERNEL_SPMV, 0, &so), DASHRANK_STATUS_UNSUPPORTED_KERNEL);
+  EXPECT(dashrank_space_new_taco(DASHRANK_KERNEL_SPMM, 2, 2, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_new_taco(77, 2, 2, &so), DASHRANK_STATUS_INVALID_ARGUMENT);
+  CHECK(so == NULL);
+  EXPECT(dashrank_space_from_name(NULL, 0, &so), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_from_name("taco-spmm", 0, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_from_name("no-such-space", 0, &so), DASHRANK_STATUS_INVALID_ARGUMENT);
+  EXPECT(dashrank_space_from_name("spade-spmv", 0, &so), DASHRANK_STATUS_UNSUPPORTED_KERNEL);
+  EXPECT(dashrank_space_from_name("\xff", 0, &so), DASHRANK_STATUS_INVALID_UTF8);
+  CHECK(so == NULL);
+  EXPECT(dashrank_space_from_name("spade-spmm", 0, &so), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_free(&so), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_free(&so), DASHRANK_STATUS_OK); /* same slot again: no-op */
+  EXPECT(dashrank_space_free(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_new_taco(DASHRANK_KERNEL_SPMM, 2, 2, &s), DASHRANK_STATUS_OK);
+  if (!s) return;
+  EXPECT(dashrank_space_name(NULL, buf, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_name(s, NULL, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_name(s, buf, sizeof buf, NULL), DASHRANK_STATUS_OK);
+
+  /* Matrix shape. */
+  EXPECT(dashrank_matrix_shape(NULL, &rows, &cols, &nnz), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_matrix_shape(x, &rows, &cols, &nnz), DASHRANK_STATUS_OK);
+  CHECK(rows == 32 && cols == 32 && nnz > 0);
+
+  /* Preparing: NULLs (head may be NULL), unknown head, a head of another target. */
+  EXPECT(dashrank_space_prepare(NULL, NULL, s, x, &sco), DASHRANK_STATUS_NULL_ARGUMENT);
+  CHECK(sco == NULL);
+  EXPECT(dashrank_space_prepare(m, NULL, NULL, x, &sco), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_prepare(m, NULL, s, NULL, &sco), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_prepare(m, NULL, s, x, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_prepare(m, "no/such-head", s, x, &sco), DASHRANK_STATUS_UNKNOWN_HEAD);
+  EXPECT(dashrank_space_prepare(m, "\xff", s, x, &sco), DASHRANK_STATUS_INVALID_UTF8);
+  CHECK(sco == NULL);
+  dashrank_space *spade = NULL;
+  EXPECT(dashrank_space_from_name("spade-spmm", 0, &spade), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_prepare(m, NULL, spade, x, &sco), DASHRANK_STATUS_INVALID_ARGUMENT); /* no SPADE head */
+  EXPECT(dashrank_space_prepare(m, HEAD, spade, x, &sco), DASHRANK_STATUS_INVALID_ARGUMENT);  /* head of another target */
+  CHECK(sco == NULL);
+  EXPECT(dashrank_space_free(&spade), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_prepare(m, NULL, s, x, &sc), DASHRANK_STATUS_OK);
+  if (!sc) return;
+  /* Candidates outlive their space. */
+  EXPECT(dashrank_space_free(&s), DASHRANK_STATUS_OK);
+
+  /* Queries: NULLs, optional outputs, indices out of range. */
+  EXPECT(dashrank_space_candidates_len(NULL, &n, &ranked), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_len(sc, NULL, &ranked), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_len(sc, &n, NULL), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_candidates_len(sc, &n, &ranked), DASHRANK_STATUS_OK);
+  CHECK(n > 0 && ranked > 0 && ranked <= n);
+  EXPECT(dashrank_space_candidates_default(NULL, &def), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_default(sc, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_default(sc, &def), DASHRANK_STATUS_OK);
+  CHECK(def < n);
+  EXPECT(dashrank_space_candidates_info(NULL, 0, &info), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_info(sc, 0, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_info(sc, n, &info), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  EXPECT(dashrank_space_candidates_info(sc, SIZE_MAX, &info), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  EXPECT(dashrank_space_candidates_info(sc, def, &info), DASHRANK_STATUS_OK);
+  CHECK(info.is_default);
+  EXPECT(dashrank_space_candidates_message(NULL, 0, buf, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_message(sc, 0, NULL, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_message(sc, n, buf, sizeof buf, &need), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  EXPECT(dashrank_space_candidates_line(NULL, 0, buf, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_line(sc, 0, NULL, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_line(sc, n, buf, sizeof buf, &need), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  EXPECT(dashrank_space_candidates_line(sc, SIZE_MAX, buf, sizeof buf, NULL), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  EXPECT(dashrank_space_candidates_render(NULL, 0, "m", buf, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_render(sc, 0, "m", NULL, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_candidates_render(sc, 0, NULL, buf, sizeof buf, NULL), DASHRANK_STATUS_OK); /* name optional */
+  EXPECT(dashrank_space_candidates_render(sc, 0, "\xff", buf, sizeof buf, NULL), DASHRANK_STATUS_INVALID_UTF8);
+  EXPECT(dashrank_space_candidates_render(sc, n, "m", buf, sizeof buf, NULL), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+
+  /* Every text export at every length. */
+  dashrank_space *named = NULL;
+  EXPECT(dashrank_space_from_name("taco-spmm", 0, &named), DASHRANK_STATUS_OK);
+  space_text_ctx t = {named, sc, def, 0};
+  text_lengths("space_name", space_text_fn, &t);
+  t.which = 1;
+  text_lengths("space_candidates_message", space_text_fn, &t);
+  t.which = 2;
+  text_lengths("space_candidates_line", space_text_fn, &t);
+  t.which = 3;
+  text_lengths("space_candidates_render", space_text_fn, &t);
+  EXPECT(dashrank_space_free(&named), DASHRANK_STATUS_OK);
+
+  /* Top-k: NULLs, a short `out` writes nothing and reports the count. */
+  EXPECT(dashrank_space_top_k(NULL, x, sc, 3, top, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_top_k(m, NULL, sc, 3, top, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_top_k(m, x, NULL, 3, top, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_top_k(m, x, sc, 3, NULL, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_top_k(m, x, sc, 3, top, 8, NULL), DASHRANK_STATUS_OK);
+  size_t want = 0;
+  EXPECT(dashrank_space_top_k(m, x, sc, 3, top, 8, &want), DASHRANK_STATUS_OK);
+  CHECK(want >= 3 && want <= 4);
+  for (size_t len = 0; len < want; len++) {
+    for (size_t i = 0; i < 8; i++) top[i].index = 0xDEAD;
+    EXPECT(dashrank_space_top_k(m, x, sc, 3, len ? top : NULL, len, &n), DASHRANK_STATUS_INSUFFICIENT_SIZE);
+    CHECK(n == want);
+    for (size_t i = 0; i < 8; i++) CHECK(top[i].index == 0xDEAD);
+  }
+
+  /* Tuning: NULLs (name, measurements and out_n optional), capacity checked before any
+   * measurement, every measurement failing is not a crash. */
+  EXPECT(dashrank_space_tune(NULL, x, sc, 2, "m", measure_ok, &calls, &res, meas, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_tune(m, NULL, sc, 2, "m", measure_ok, &calls, &res, meas, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_tune(m, x, NULL, 2, "m", measure_ok, &calls, &res, meas, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_tune(m, x, sc, 2, "m", NULL, &calls, &res, meas, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_space_tune(m, x, sc, 2, "m", measure_ok, &calls, NULL, meas, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
+  CHECK(calls == 0);
+  EXPECT(dashrank_space_tune(m, x, sc, 2, "m", measure_ok, &calls, &res, meas, 2, &n), DASHRANK_STATUS_INSUFFICIENT_SIZE);
+  CHECK(calls == 0 && n == 3);
+  EXPECT(dashrank_space_tune(m, x, sc, 2, NULL, measure_ok, &calls, &res, NULL, 0, NULL), DASHRANK_STATUS_OK);
+  CHECK(calls >= 2 && calls <= 3);
+  calls = 0;
+  EXPECT(dashrank_space_tune(m, x, sc, 2, "m", measure_ok, &calls, &res, meas, 8, &n), DASHRANK_STATUS_OK);
+  CHECK(calls == (int)n && n >= 2 && n <= 3);
+  dashrank_status st = dashrank_space_tune(m, x, sc, 2, "m", measure_fails, NULL, &res, meas, 8, &n);
+  checks++;
+  if (st == DASHRANK_STATUS_PANIC) FAIL("tuning with failing measurements panicked");
+
+  /* A matrix embedded by another model is refused. */
+  dashrank_model *other = load(other_dir);
+  int32_t rp[33], ci[200];
+  int k = band(32, 0, rp, ci);
+  dashrank_matrix *y = NULL;
+  EXPECT(dashrank_matrix_embed_csr_i32(other, 32, 32, rp, ci, (size_t)k, &y), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_top_k(m, y, sc, 3, top, 8, &n), DASHRANK_STATUS_INVALID_ARGUMENT);
+  EXPECT(dashrank_matrix_free(&y), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_model_release(&other), DASHRANK_STATUS_OK);
+
+  EXPECT(dashrank_space_candidates_free(&sc), DASHRANK_STATUS_OK);
+  CHECK(sc == NULL);
+  EXPECT(dashrank_space_candidates_free(&sc), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_candidates_free(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+}
+
+/* --- 6. 8 threads x 1000 calls sharing one model, bit for bit ------------------------- */
 
 #define NPAT 6
 static const int SIZES[NPAT] = {8, 40, 150, 400, 900, 1600};
@@ -533,6 +724,7 @@ int main(int argc, char **argv) {
   buffers(m, x, c, bad);
   lifetimes(argv[1], argv[2], c);
   bad_values(m, x, c, argv[1]);
+  spaces(m, x, argv[2]);
   threads(m, c, nthreads, calls);
 
   dashrank_matrix_free(&x);
