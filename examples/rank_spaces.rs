@@ -9,7 +9,7 @@
 //! `../shared` when present, else a synthetic banded matrix.
 
 use dashrank::schedule::space::{
-    CpuKernel, Kernel, Mapped, MatrixShape, SpadeSpace, SparseTirSpace, TacoSpace,
+    Kernel, Mapped, MatrixShape, SpadeSpace, SparseTirSpace, TacoSpace,
 };
 use dashrank::{CostModel, CsrPattern, LoadOptions, Model};
 
@@ -41,19 +41,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // TACO (CPU): WACO SuperSchedules, mapped to COGNATE's unified form for this model.
     // (A WACO bundle's `cpu-taco/*` head takes `TacoSpace` lines directly.)
-    let mut taco = TacoSpace::waco(CpuKernel::SpMM);
+    let mut taco = TacoSpace::waco(Kernel::SpMM);
     taco.splits = taco.splits.iter().map(|_| vec![1, 4, 16]).collect();
     taco.chunks = vec![16, 64];
     let cpu = model.prepare_space("cpu-taco/spmm", &Mapped(taco), &shape)?;
     // SparseTIR (GPU): the 288 SpMM configurations for feature size 64.
     let gpu = model.prepare_space(
         "gpu-sparsetir/spmm",
-        &Mapped(SparseTirSpace::new(Kernel::SpMM, 64)),
+        &Mapped(SparseTirSpace::new(Kernel::SpMM, 64)?),
         &shape,
     )?;
     // SPADE: the 256 configurations with NUM_MATRIX_COLS = this matrix's columns.
-    let spade =
-        model.prepare_space("spade/spmm", &Mapped(SpadeSpace::new(Kernel::SpMM)), &shape)?;
+    let spade = model.prepare_space(
+        "spade/spmm",
+        &Mapped(SpadeSpace::new(Kernel::SpMM)?),
+        &shape,
+    )?;
 
     println!(
         "matrix {} x {}, {} nonzeros; model {} ({})",
@@ -63,34 +66,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         model.info().model_name,
         model.info().family
     );
-    for (name, lines, top) in [
+    let line = |c: &dyn Fn(usize) -> Option<String>, i: usize| c(i).unwrap_or_default();
+    for (name, len, lines, top) in [
         (
             "TACO",
-            cpu.lines(),
+            cpu.len(),
+            &(|i| cpu.line(i)) as &dyn Fn(usize) -> Option<String>,
             model.top_k_with_default(&matrix, &cpu, 3)?,
         ),
         (
             "SparseTIR",
-            gpu.lines(),
+            gpu.len(),
+            &(|i| gpu.line(i)) as &dyn Fn(usize) -> Option<String>,
             model.top_k_with_default(&matrix, &gpu, 3)?,
         ),
         (
             "SPADE",
-            spade.lines(),
+            spade.len(),
+            &(|i| spade.line(i)) as &dyn Fn(usize) -> Option<String>,
             model.top_k_with_default(&matrix, &spade, 3)?,
         ),
     ] {
-        println!(
-            "\n{name}: {} candidates, {} ranked",
-            lines.len(),
-            top.ranked
-        );
+        println!("\n{name}: {len} candidates, {} ranked", top.ranked);
         for e in &top.entries {
             let tag = if e.is_default { "default" } else { "" };
             let rank = e.rank.map_or("-".to_string(), |r| (r + 1).to_string());
             println!(
                 "  #{rank:<6} score {:>10.5}  {tag:<7}  {}",
-                e.score, lines[e.index]
+                e.score,
+                line(lines, e.index)
             );
         }
     }
@@ -101,7 +105,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(best) = &tuned.best {
         println!(
             "\nSPADE tuning: fastest measured {} ({:?} ms); default {:?} ms",
-            spade.lines()[best.index],
+            spade.line(best.index).unwrap_or_default(),
             best.ms,
             tuned.default_measurement().and_then(|m| m.ms)
         );

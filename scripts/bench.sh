@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # Benchmarks (numbers in BENCHMARKS.md): the native featurizer (real matrices, generated corpus,
-# full-size COGNATE) against numpy, and scoring throughput on tract and on ONNX Runtime. ort picks its backend once per process,
-# so each backend is its own bench binary. Both are built first so that their scoring runs are
-# back to back (the tract/onnxruntime ratio compares two processes). Extra arguments are passed
-# to the tract run (section names: featurize, score). Output is also kept in target/bench/.
+# full-size COGNATE) against numpy (featurize), and the native dense-head engine against tract
+# and against ONNX Runtime (heads). ort picks its backend once per process, so each reference
+# is its own bench binary; both are built first so that their runs are back to back. Extra
+# arguments are passed to the heads runs (sections: call, throughput, cache, space). Output is
+# kept in target/bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 ORT_LIB=$(bash scripts/ort-lib.sh)
 mkdir -p target/bench
-rm -f target/bench/score-tract.tsv target/bench/score-onnxruntime.tsv
 
-echo "== building benches (tract, onnxruntime)"
-cargo bench --quiet --bench bench_main --no-run
-cargo bench --quiet --bench bench_main --no-default-features --features onnxruntime --no-run
+echo "== building benches"
+cargo bench --quiet --bench featurize --no-run
+cargo bench --quiet --bench heads --features tract --no-run
+cargo bench --quiet --bench heads --features onnxruntime --no-run
 
 echo "== featurizer: corpus and full-size COGNATE bundle (generated once, under target/ and models/)"
 .venv/bin/python -m dashrank_onnx.corpus
@@ -21,8 +22,8 @@ echo "== featurizer: corpus and full-size COGNATE bundle (generated once, under 
   .venv/bin/python -m dashrank_onnx.cognate --full-size --out models/cognate-full
 cargo bench --quiet --bench featurize | tee target/bench/featurize.log
 
-echo "== tract backend"
-cargo bench --quiet --bench bench_main -- "$@" | tee target/bench/tract.log
-echo "== ONNX Runtime backend ($ORT_LIB)"
-DASHRANK_ORT_LIB="$ORT_LIB" cargo bench --quiet --bench bench_main \
-  --no-default-features --features onnxruntime -- score | tee target/bench/onnxruntime.log
+echo "== native heads vs tract"
+cargo bench --quiet --bench heads --features tract -- "$@" | tee target/bench/heads-tract.log
+echo "== native heads vs ONNX Runtime ($ORT_LIB)"
+DASHRANK_ORT_LIB="$ORT_LIB" cargo bench --quiet --bench heads --features onnxruntime -- "$@" \
+  | tee target/bench/heads-onnxruntime.log

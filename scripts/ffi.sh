@@ -3,10 +3,13 @@
 # committed header is current and the SONAME tracks the ABI, installs the C API into a
 # staging prefix, then builds the C and C++ examples and the threaded C test through
 # pkg-config and runs them plainly, under valgrind, and under AddressSanitizer (static lib).
+# The C TACO driver ranks WACO's whole SpMM space for a real matrix and tunes it with a C
+# callback; under valgrind and ASan the space is cut (MAX_SPLIT) to keep the runs short.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${DASHRANK_SHARED:-../shared}
 MODEL=models/waco-spmm
+COGNATE=tests/data/fixtures/tiny-cognate
 OUT=target/ffi
 PREFIX=$PWD/$OUT/prefix
 [ -d "$MODEL" ] || { echo "error: $MODEL missing; run: bash scripts/setup.sh" >&2; exit 1; }
@@ -47,11 +50,25 @@ RPATH="-Wl,-rpath,$PREFIX/lib"
 echo "== build (shared library, via pkg-config)"
 gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/taco_driver.c $LIBS_DR $RPATH -o $OUT/taco_driver
 gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/abi_test.c $LIBS_DR -lpthread $RPATH -o $OUT/abi_test
+gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/space_test.c $LIBS_DR -lpthread $RPATH -o $OUT/space_test
 g++ -std=c++17 $WARN -O1 -g $CFLAGS_DR ffi-examples/cpp/rank.cpp $LIBS_DR -lpthread $RPATH -o $OUT/rank_cpp
+g++ -std=c++17 $WARN -O1 -g $CFLAGS_DR ffi-examples/cpp/spaces.cpp $LIBS_DR -lpthread $RPATH -o $OUT/spaces_cpp
+gcc -std=c11 $WARN -O1 -g $CFLAGS_DR ffi-examples/c/misuse.c $LIBS_DR -lpthread $RPATH -o $OUT/misuse
 echo "== build (AddressSanitizer, static library)"
 gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/taco_driver.c $STATIC_DR -o $OUT/taco_driver_asan
 gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/abi_test.c $STATIC_DR -lpthread -o $OUT/abi_test_asan
+gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/space_test.c $STATIC_DR -lpthread -o $OUT/space_test_asan
 g++ -std=c++17 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/cpp/rank.cpp $STATIC_DR -lpthread -o $OUT/rank_cpp_asan
+g++ -std=c++17 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/cpp/spaces.cpp $STATIC_DR -lpthread -o $OUT/spaces_cpp_asan
+gcc -std=c11 $WARN -O1 -g -fsanitize=address -fno-omit-frame-pointer $CFLAGS_DR ffi-examples/c/misuse.c $STATIC_DR -lpthread -o $OUT/misuse_asan
+
+echo "== misuse suite covers every export of the header"
+missing=$(grep -o 'dashrank_[a-z0-9_]*(' include/dashrank.h | sort -u | tr -d '(' |
+  while read -r f; do grep -q "$f(" ffi-examples/c/misuse.c || echo "$f"; done)
+if [ -n "$missing" ]; then
+  echo "error: ffi-examples/c/misuse.c has no case for: $missing" >&2
+  exit 1
+fi
 
 # Real data: a real WACO matrix (converted to .mtx for the C driver's own reader) and its
 # measured SuperSchedules for the C++ example.
@@ -79,27 +96,38 @@ else
   printf '%s\n' "16 8 8 i1 k1 i0 k0 j1 j0 1 0 0 0 i1 48 16" "32 1 1 i1 k1 i0 k0 j1 j0 1 0 0 0 i1 48 1" > "$REAL_LINES"
 fi
 
-echo "== C: TACO-style driver, real matrix $MATRIX"
+echo "== C: TACO driver, WACO's whole SpMM space (611 712 schedules) for real matrix $MATRIX"
 $OUT/taco_driver $MODEL "$REAL_MTX" 5
-echo "== C: same matrix read by dashrank (.csr)"
-$OUT/taco_driver $MODEL "$REAL_CSR" 3 | tail -n 8
 echo "== C++: RAII wrapper, measured SuperSchedules of $MATRIX"
 $OUT/rank_cpp $MODEL "$REAL_CSR" "$REAL_LINES" 10
+echo "== C++: every space with a head, the COGNATE fixture (TACO space cut at 8)"
+$OUT/spaces_cpp $COGNATE "$REAL_CSR" 3 8
 echo "== C: misuse paths and one model shared by 4 pthreads"
 $OUT/abi_test $MODEL $SMALL 4
+echo "== C: schedule-space calls (statuses, default, tuning, misuse, threads)"
+$OUT/space_test $COGNATE $SMALL
+echo "== C: misuse suite (NULLs, buffers, lifetimes, bad values; 8 threads x 1000 calls)"
+FIXTURE=tests/data/fixtures/tiny-waco-spmm
+$OUT/misuse $MODEL $FIXTURE 8 1000
 
 VG="valgrind -q --error-exitcode=1 --leak-check=full --suppressions=ffi-examples/valgrind.supp"
 echo "== valgrind"
-$VG $OUT/taco_driver $MODEL $SMALL 3 > /dev/null
+$VG $OUT/taco_driver $MODEL $SMALL 3 2 > /dev/null
 $VG $OUT/abi_test $MODEL $SMALL 2 > /dev/null
 $VG $OUT/rank_cpp $MODEL $SMALL "$REAL_LINES" 3 > /dev/null
+$VG $OUT/spaces_cpp $COGNATE $SMALL 2 2 > /dev/null
+$VG $OUT/space_test $COGNATE $SMALL > /dev/null
+$VG $OUT/misuse $FIXTURE $MODEL 2 40 > /dev/null
 echo "valgrind: clean"
 
 echo "== AddressSanitizer (+ LeakSanitizer)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$PWD/ffi-examples/lsan.supp:print_suppressions=0
-$OUT/taco_driver_asan $MODEL "$REAL_MTX" 3 > /dev/null
+$OUT/taco_driver_asan $MODEL "$REAL_MTX" 3 4 > /dev/null
 $OUT/abi_test_asan $MODEL $SMALL 4 > /dev/null
 $OUT/rank_cpp_asan $MODEL "$REAL_CSR" "$REAL_LINES" 3 > /dev/null
+$OUT/spaces_cpp_asan $COGNATE "$REAL_CSR" 3 4 > /dev/null
+$OUT/space_test_asan $COGNATE $SMALL > /dev/null
+$OUT/misuse_asan $MODEL $FIXTURE 8 1000 > /dev/null
 echo "asan: clean"
 echo "== ffi: ok"

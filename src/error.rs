@@ -79,6 +79,23 @@ pub enum ErrorKind {
     },
 
     // === API use ===
+    /// The model has no head of this name.
+    UnknownHead {
+        /// The name asked for.
+        head: String,
+        /// The model's heads, sorted by name.
+        available: Vec<String>,
+    },
+    /// A schedule space does not exist for this (target, kernel) pair, e.g. SPADE or
+    /// SparseTIR with SpMV.
+    UnsupportedKernel {
+        /// The target's canonical name.
+        target: String,
+        /// The kernel asked for.
+        kernel: String,
+        /// The kernels the target's space supports.
+        supported: Vec<String>,
+    },
     /// A caller-supplied argument is invalid (e.g. output buffer of the wrong length).
     InvalidArgument {
         /// What is wrong.
@@ -159,6 +176,16 @@ impl Error {
         })
     }
 
+    pub(crate) fn unknown_head<'a>(
+        head: &str,
+        available: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
+        Self::new(ErrorKind::UnknownHead {
+            head: head.to_owned(),
+            available: available.into_iter().map(str::to_owned).collect(),
+        })
+    }
+
     pub(crate) fn invalid_argument(reason: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArgument {
             reason: reason.into(),
@@ -221,6 +248,20 @@ impl fmt::Display for ErrorKind {
             ErrorKind::BackendUnavailable { backend, reason } => {
                 write!(f, "backend '{backend}' unavailable: {reason}")
             }
+            ErrorKind::UnknownHead { head, available } => write!(
+                f,
+                "the model has no head '{head}' (heads: {})",
+                available.join(", ")
+            ),
+            ErrorKind::UnsupportedKernel {
+                target,
+                kernel,
+                supported,
+            } => write!(
+                f,
+                "target '{target}' has no schedule space for kernel '{kernel}' (it supports: {})",
+                supported.join(", ")
+            ),
             ErrorKind::InvalidArgument { reason } => write!(f, "invalid argument: {reason}"),
             ErrorKind::Io {
                 path: Some(path),

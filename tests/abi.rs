@@ -142,6 +142,7 @@ fn status_codes_are_stable_and_rendered() {
         (dashrank_status::UnsupportedVersion, 201),
         (dashrank_status::UnknownHead, 202),
         (dashrank_status::Schedule, 300),
+        (dashrank_status::UnsupportedKernel, 301),
         (dashrank_status::Executor, 400),
         (dashrank_status::BackendUnavailable, 401),
         (dashrank_status::Featurizer, 402),
@@ -658,8 +659,14 @@ fn every_misuse_returns_its_code() {
         dashrank_matrix_free(&mut foreign);
         dashrank_model_release(&mut other);
 
-        // --- a dense graph the executor cannot build
-        assert_eq!(load_status(&broken_predictor_bundle()), S::Executor);
+        // --- a dense graph with an unknown operator: the native engine does not run it; the
+        // tract fallback (when compiled in) cannot build it either.
+        let want = if cfg!(feature = "tract") {
+            S::Executor
+        } else {
+            S::Bundle
+        };
+        assert_eq!(load_status(&broken_predictor_bundle()), want);
 
         // --- log level out of range
         expect(
@@ -706,6 +713,27 @@ fn broken_predictor_bundle() -> PathBuf {
         }
         std::fs::write(dst.join(p.file_name().unwrap()), bytes).unwrap();
     }
+    // The edit is deliberate: vouch for it in the manifest (docs/bundle-format.md §7.2, what
+    // `python -m dashrank_onnx.manifest DIR --write` does), so that loading reaches the executor.
+    let mut files = serde_json::Map::new();
+    for entry in std::fs::read_dir(&dst).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().and_then(|e| e.to_str()) == Some("onnx") {
+            let bytes = std::fs::read(&p).unwrap();
+            let sha: String = <sha2::Sha256 as sha2::Digest>::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            files.insert(
+                name,
+                serde_json::json!({"bytes": bytes.len(), "sha256": sha}),
+            );
+        }
+    }
+    let manifest = serde_json::json!({"format": "dashrank-manifest", "version": 1,
+                                      "algorithm": "sha256", "files": files});
+    std::fs::write(dst.join("manifest.json"), manifest.to_string()).unwrap();
     dst
 }
 

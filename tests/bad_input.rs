@@ -160,10 +160,10 @@ fn out_of_vocabulary_schedules_fail_alone() {
         "1 1 1 i1 i0 k1 k0 j1 j0 1 0 0 0 i1 48 1 = fast",
     ];
     let set = model.prepare_candidates(&head, &lines).unwrap();
-    assert!(set.statuses()[0].is_valid());
+    assert!(set.status(0).unwrap().is_valid());
     for (i, needle) in [(1, "256"), (2, "i1"), (3, "16"), (4, "fast")] {
-        match &set.statuses()[i] {
-            CandidateStatus::Invalid(e) => {
+        match set.status(i).unwrap() {
+            CandidateStatus::InvalidSchedule(e) => {
                 assert!(
                     matches!(e.kind(), ErrorKind::Schedule { .. }),
                     "#{i}: {e:?}"
@@ -173,7 +173,7 @@ fn out_of_vocabulary_schedules_fail_alone() {
                     "#{i}: '{e}' should mention {needle}"
                 );
             }
-            CandidateStatus::Valid => panic!("line #{i} should be invalid"),
+            other => panic!("line #{i} should be invalid, is {other:?}"),
         }
     }
     let pattern = CsrPattern::new(2, 2, vec![0, 1, 2], vec![0, 1]).unwrap();
@@ -194,13 +194,18 @@ fn out_of_vocabulary_schedules_fail_alone() {
 }
 
 #[test]
-fn backend_mismatch_in_one_process_is_an_error() {
+fn an_unavailable_ort_backend_is_an_error() {
+    // The model under test loads; asking for an ort backend this build lacks, or for a
+    // second ort backend in the same process, fails with BackendUnavailable.
     let _model = load(&fixture("tiny-waco-spmm"));
+    let missing_ort = dashrank::Backend::OnnxRuntime {
+        library: "/nonexistent/libonnxruntime.so".into(),
+    };
     let other = match backend() {
-        dashrank::Backend::Tract => dashrank::Backend::OnnxRuntime {
-            library: "/nonexistent/libonnxruntime.so".into(),
-        },
+        dashrank::Backend::Tract => missing_ort,
         dashrank::Backend::OnnxRuntime { .. } => dashrank::Backend::Tract,
+        dashrank::Backend::Native if cfg!(feature = "tract") => missing_ort,
+        dashrank::Backend::Native => dashrank::Backend::Tract,
     };
     let options = dashrank::LoadOptions {
         backend: other,
@@ -234,4 +239,201 @@ fn unknown_kernel_lists_the_known_ones() {
 fn head_without_predictor_is_rejected() {
     let e = load_err("missing-predictor");
     assert!(e.to_string().contains("no predictor"), "{e}");
+}
+
+// === integrity and provenance (docs/bundle-format.md §7) ===
+
+/// The `.onnx` files and the manifest of a bundle directory, as `Model::from_files` takes them.
+fn bundle_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".onnx") || name == "manifest.json" {
+            files.push((name, std::fs::read(&p).unwrap()));
+        }
+    }
+    files.sort();
+    files
+}
+
+/// `files` with `manifest.json` rewritten for the `.onnx` files as they are now (what
+/// `python -m dashrank_onnx.manifest DIR --write` does after a deliberate edit).
+fn with_fresh_manifest(mut files: Vec<(String, Vec<u8>)>) -> Vec<(String, Vec<u8>)> {
+    files.retain(|(n, _)| n != "manifest.json");
+    let manifest = manifest_for(&files);
+    files.push(("manifest.json".into(), manifest));
+    files
+}
+
+/// tiny-cognate with `spade__spmm.*` replaced by the files of another COGNATE model, as a user
+/// copying them into the directory would do (the manifest stays tiny-cognate's).
+fn tiny_cognate_with_foreign_head() -> Vec<(String, Vec<u8>)> {
+    let mut files = bundle_files(&fixture("tiny-cognate"));
+    for (name, bytes) in bundle_files(&bad("foreign-head")) {
+        let slot = files.iter_mut().find(|(n, _)| *n == name).unwrap();
+        slot.1 = bytes;
+    }
+    files
+}
+
+fn hashes_in(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_ascii_hexdigit())
+        .filter(|w| w.len() == 64)
+        .collect()
+}
+
+#[test]
+fn foreign_head_is_refused_naming_the_head_and_both_hashes() {
+    let own = load(&fixture("tiny-cognate"));
+    let own_featurizer = own.info().integrity.featurizer_sha256.clone();
+    let e = Model::from_files(tiny_cognate_with_foreign_head(), &options()).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Bundle { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains("head 'spade/spmm'"), "{text}");
+    assert!(text.contains("spade__spmm."), "names the file: {text}");
+    let hashes = hashes_in(&text);
+    assert_eq!(hashes.len(), 2, "both hashes: {text}");
+    assert!(
+        hashes.contains(&own_featurizer.as_str()) && hashes[0] != hashes[1],
+        "{text}"
+    );
+    assert!(
+        text.contains("allow_provenance_mismatch"),
+        "says how to override: {text}"
+    );
+    // Also refused once the manifest is rewritten: provenance is not the manifest's job.
+    let e = Model::from_files(
+        with_fresh_manifest(tiny_cognate_with_foreign_head()),
+        &options(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("head 'spade/spmm'"), "{e}");
+}
+
+#[test]
+fn provenance_override_is_explicit_and_leaves_other_heads_alone() {
+    let expert = dashrank::LoadOptions {
+        allow_provenance_mismatch: true,
+        ..options()
+    };
+    // A plain copy still fails the manifest, naming a copied file.
+    let e = Model::from_files(tiny_cognate_with_foreign_head(), &expert).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("spade__spmm.") && text.contains("does not match manifest.json"),
+        "{text}"
+    );
+    // After a deliberate manifest rewrite, the override loads it and reports every mismatch.
+    let mixed = Model::from_files(
+        with_fresh_manifest(tiny_cognate_with_foreign_head()),
+        &expert,
+    )
+    .unwrap();
+    let overrides = &mixed.info().integrity.provenance_overrides;
+    assert_eq!(
+        overrides.len(),
+        4,
+        "2 files x (featurizer, mapper): {overrides:?}"
+    );
+    assert!(
+        overrides.iter().all(|o| o.contains("spade/spmm")),
+        "{overrides:?}"
+    );
+    let own = load(&fixture("tiny-cognate"));
+    let pattern = CsrPattern::read_waco_csr(bad("good-small.csr")).unwrap();
+    let line = ["4 1024 32 6 7 2 4 1 3 5 0 0 0"];
+    let score = |m: &Model, head: &str| {
+        let set = m.prepare_candidates(head, &line).unwrap();
+        let emb = m.embed_matrix(&pattern).unwrap();
+        let mut s = [0.0f32];
+        m.score_into(&emb, &set, &mut s).unwrap();
+        s[0]
+    };
+    assert_ne!(score(&own, "spade/spmm"), score(&mixed, "spade/spmm"));
+    assert_eq!(score(&own, "spade/sddmm"), score(&mixed, "spade/sddmm"));
+}
+
+#[test]
+fn flipped_weight_byte_is_reported_naming_the_file() {
+    let e = load_err("corrupted-weight");
+    assert!(matches!(e.kind(), ErrorKind::Bundle { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.contains("cpu-taco__spmm.predictor.onnx")
+            && text.contains("does not match manifest.json"),
+        "{text}"
+    );
+    // A flipped featurizer byte: named by the manifest; and with the manifest rewritten to
+    // hide it, by the featurizer hash the files record.
+    let mut files = bundle_files(&fixture("tiny-waco-spmm"));
+    let feat = &mut files
+        .iter_mut()
+        .find(|(n, _)| n == "featurizer.onnx")
+        .unwrap()
+        .1;
+    let at = feat.len() / 2;
+    feat[at] ^= 0x01;
+    let e = Model::from_files(files.clone(), &options()).unwrap_err();
+    assert!(
+        e.to_string().contains("featurizer.onnx") && e.to_string().contains("manifest.json"),
+        "{e}"
+    );
+    let e = Model::from_files(with_fresh_manifest(files), &options()).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("featurizer.onnx") && text.contains("weights hash to"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bundle_without_manifest_is_refused_with_the_way_out() {
+    let e = load_err("no-manifest");
+    let text = e.to_string();
+    assert!(
+        text.contains("manifest") && text.contains("--stamp"),
+        "{text}"
+    );
+}
+
+#[test]
+fn manifest_listing_must_match_the_files() {
+    let files = bundle_files(&fixture("tiny-waco-spmm"));
+    // a listed file that is missing
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&files.iter().find(|(n, _)| n == "manifest.json").unwrap().1)
+            .unwrap();
+    manifest["files"]["old-head.predictor.onnx"] = serde_json::json!({"bytes": 1, "sha256": "00"});
+    let replaced = |text: &[u8]| {
+        let mut edited = files.clone();
+        edited
+            .iter_mut()
+            .find(|(n, _)| n == "manifest.json")
+            .unwrap()
+            .1 = text.to_vec();
+        edited
+    };
+    let e = Model::from_files(replaced(manifest.to_string().as_bytes()), &options()).unwrap_err();
+    assert!(
+        e.to_string().contains("old-head.predictor.onnx") && e.to_string().contains("missing"),
+        "{e}"
+    );
+    // an unlisted file
+    manifest["files"]
+        .as_object_mut()
+        .unwrap()
+        .remove("old-head.predictor.onnx");
+    manifest["files"]
+        .as_object_mut()
+        .unwrap()
+        .remove("matrix_embedder.onnx");
+    let e = Model::from_files(replaced(manifest.to_string().as_bytes()), &options()).unwrap_err();
+    assert!(
+        e.to_string().contains("matrix_embedder.onnx") && e.to_string().contains("not listed"),
+        "{e}"
+    );
+    // not a manifest at all
+    let e = Model::from_files(replaced(b"{\"format\": \"zip\"}"), &options()).unwrap_err();
+    assert!(e.to_string().contains("manifest.json"), "{e}");
 }

@@ -35,18 +35,36 @@ fn real(kernel: &str) -> Option<PathBuf> {
     Some(model)
 }
 
-/// Runs the CLI. A build without `tract` (the ONNX Runtime test run of scripts/test.sh) gets
-/// `--backend onnxruntime --ort-lib $DASHRANK_ORT_LIB` on every command that loads a model, so
-/// the same tests cover both backends.
+/// Runs the CLI, with the backend flags of `DASHRANK_TEST_BACKEND` on every command that loads
+/// a model, so the same tests cover every backend.
 fn dashrank(args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dashrank"));
     cmd.args(args).current_dir(repo());
-    if !cfg!(feature = "tract") && args.contains(&"--model") {
-        let lib = std::env::var("DASHRANK_ORT_LIB")
-            .expect("DASHRANK_ORT_LIB must name libonnxruntime (run `bash scripts/ort-lib.sh`)");
-        cmd.args(["--backend", "onnxruntime", "--ort-lib", &lib]);
+    if args.contains(&"--model") {
+        cmd.args(backend_args());
     }
     cmd.output().expect("running dashrank")
+}
+
+/// The CLI flags selecting the backend under test: none for the native engine (the
+/// default), else as `DASHRANK_TEST_BACKEND` says (`tract`, or `onnxruntime` with
+/// `DASHRANK_ORT_LIB`), as `tests/common` does for the library tests.
+fn backend_args() -> Vec<String> {
+    match std::env::var("DASHRANK_TEST_BACKEND").as_deref() {
+        Ok("tract") => vec!["--backend".into(), "tract".into()],
+        Ok("onnxruntime") => {
+            let lib = std::env::var("DASHRANK_ORT_LIB").expect(
+                "DASHRANK_ORT_LIB must name libonnxruntime (run `bash scripts/ort-lib.sh`)",
+            );
+            vec![
+                "--backend".into(),
+                "onnxruntime".into(),
+                "--ort-lib".into(),
+                lib,
+            ]
+        }
+        _ => Vec::new(),
+    }
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -172,7 +190,7 @@ fn eval_failing_threshold_exits_2_naming_matrix_and_metric() {
     assert_eq!(out.status.code(), Some(2), "stderr: {stderr}");
     assert!(
         stderr.contains("threshold failed: Trec6_16x16_9: Kendall tau")
-            && stderr.contains("--min-tau 0.99"),
+            && stderr.contains("min_tau 0.99"),
         "{stderr}"
     );
     // The report is still written, and records the failure.
@@ -334,7 +352,7 @@ fn eval_bad_directories_and_usage_exit_1() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("reading measured-data directory no/such/dir"),
+        stderr.contains("measured-data directory") && stderr.contains("no/such/dir"),
         "{stderr}"
     );
     // A usage error is 1 as well: 2 is reserved for failed thresholds.
@@ -393,4 +411,83 @@ fn inspect_check() {
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
     assert!(stdout.contains("head cpu-taco/sddmm: kernel"), "{stdout}");
     assert!(stdout.contains("check: OK"), "{stdout}");
+    // Which engine runs each graph, and the native head's arithmetic.
+    assert!(
+        stdout.contains("cpu-taco__sddmm.predictor.onnx: native"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("native work: "), "{stdout}");
+}
+
+/// Rewrites `dir/manifest.json` for its `.onnx` files as they are (what
+/// `python -m dashrank_onnx.manifest DIR --write` does).
+fn rewrite_manifest(dir: &Path) {
+    use sha2::Digest;
+    let mut files = serde_json::Map::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "onnx") {
+            let bytes = std::fs::read(&p).unwrap();
+            let sha: String = sha2::Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            files.insert(
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                serde_json::json!({"bytes": bytes.len(), "sha256": sha}),
+            );
+        }
+    }
+    let m = serde_json::json!({"format": "dashrank-manifest", "version": 1, "algorithm": "sha256",
+                               "files": files});
+    std::fs::write(dir.join("manifest.json"), m.to_string()).unwrap();
+}
+
+#[test]
+fn inspect_prints_the_manifest_and_provenance_override_is_explicit() {
+    let fixture = repo().join("tests/data/fixtures/tiny-cognate");
+    let out = dashrank(&["inspect", "--model", s(&fixture)]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("featurizer sha256: ") && stdout.contains("mapper sha256: "),
+        "{stdout}"
+    );
+    assert!(stdout.contains("manifest (10 files"), "{stdout}");
+    assert!(
+        stdout.contains("featurizer.onnx (featurizer)")
+            && stdout.contains("spade__spmm.predictor.onnx (predictor, head spade/spmm)"),
+        "{stdout}"
+    );
+    // The spade/spmm head of another COGNATE model copied in, as a user would.
+    let dir = scratch("foreign-head");
+    for entry in std::fs::read_dir(&fixture).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+    }
+    for entry in std::fs::read_dir(repo().join("tests/data/bad/foreign-head")).unwrap() {
+        let p = entry.unwrap().path();
+        std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
+    }
+    let out = dashrank(&["inspect", "--model", s(&dir)]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("head 'spade/spmm'") && stderr.contains("--allow-provenance-mismatch"),
+        "{stderr}"
+    );
+    // The override does not skip the manifest; after a deliberate rewrite it loads, with warnings.
+    let out = dashrank(&["inspect", "--model", s(&dir), "--allow-provenance-mismatch"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("does not match manifest.json"));
+    rewrite_manifest(&dir);
+    let out = dashrank(&["inspect", "--model", s(&dir), "--allow-provenance-mismatch"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stderr.matches("warning: ").count(), 4, "{stderr}");
+    assert_eq!(
+        stdout.matches("provenance override: ").count(),
+        4,
+        "{stdout}"
+    );
 }

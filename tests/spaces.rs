@@ -3,22 +3,20 @@
 //! the COGNATE fixture on all three targets' spaces through the unified mapping.
 //!
 //! Tests skip with a message when `models/` (run `bash scripts/setup.sh`), `../shared` or
-//! the COGNATE fixture are absent. The exhaustive-scoring timing of the whole 611k-line WACO
-//! SpMM space is `#[ignore]`d (it takes a few minutes in debug builds):
-//! `cargo test --release --test spaces -- --ignored --nocapture`.
+//! the COGNATE fixture are absent. The whole 611k-line WACO SpMM space is timed by
+//! `cargo bench --bench heads -- space` (BENCHMARKS.md).
 
 mod common;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use common::*;
-use dashrank::rank::SpaceCandidateStatus;
+use dashrank::rank::SpaceConfig;
 use dashrank::schedule::space::{
-    CpuKernel, Kernel, Mapped, MatrixShape, ScheduleSpace, SpadeSpace, SparseTirSpace, TacoSpace,
+    Kernel, Mapped, MatrixShape, ScheduleSpace, SpadeSpace, SparseTirSpace, TacoSpace,
 };
-use dashrank::{CostModel, CsrPattern, ErrorKind, Model, SpaceCache};
+use dashrank::{CandidateStatus, CostModel, CsrPattern, ErrorKind, Model};
 
 const WACO_HEAD: &str = "cpu-taco/spmm";
 
@@ -48,7 +46,7 @@ fn matrix(name: &str) -> Option<CsrPattern> {
 /// A WACO-style CPU SpMM subset: 3·3·3 splits × allowed orders × 16 formats × 2 chunks. The
 /// chunks leave out the default's 32, so the default is injected (appended).
 fn taco_subset() -> TacoSpace {
-    let mut space = TacoSpace::waco(CpuKernel::SpMM);
+    let mut space = TacoSpace::waco(Kernel::SpMM);
     space.splits = vec![vec![1, 4, 32], vec![1, 8, 32], vec![1, 16, 128]];
     space.chunks = vec![1, 64];
     space
@@ -56,6 +54,7 @@ fn taco_subset() -> TacoSpace {
 
 /// A space over explicit lines (config = line index), with its own default; lines are never
 /// duplicates of each other (the key is the index), so identical lines tie.
+#[derive(Clone)]
 struct ListSpace {
     lines: Vec<String>,
     default: usize,
@@ -93,7 +92,7 @@ impl ScheduleSpace for ListSpace {
 }
 
 /// Checks the invariants of a ranking against a brute-force sort of the scores.
-fn check_ranking<C>(
+fn check_ranking<C: SpaceConfig>(
     model: &Model,
     emb: &dashrank::model::MatrixEmbedding,
     cands: &dashrank::SpaceCandidates<C>,
@@ -145,7 +144,7 @@ fn waco_ranks_a_taco_subset_with_the_default_injected() {
     assert_eq!(cands.len(), enumerated + 1, "default appended");
     assert_eq!(cands.default_index(), enumerated);
     assert_eq!(
-        cands.line(cands.default_index()),
+        cands.line(cands.default_index()).as_deref(),
         Some("1 1 1 i1 i0 k1 k0 j1 j0 1 1 0 1 i1 48 32")
     );
     assert!(cands.status(cands.default_index()).unwrap().is_valid());
@@ -187,15 +186,18 @@ fn schedule_work_is_shared_across_matrices() {
         return;
     };
     let space = taco_subset();
-    let cache = SpaceCache::default();
+    let prepared = model
+        .prepare_schedule_space(WACO_HEAD, space.clone())
+        .unwrap();
     let ca = model
-        .prepare_space_cached(WACO_HEAD, &space, &MatrixShape::from(&a), &cache)
+        .space_candidates(&prepared, &MatrixShape::from(&a))
         .unwrap();
     let cb = model
-        .prepare_space_cached(WACO_HEAD, &space, &MatrixShape::from(&b), &cache)
+        .space_candidates(&prepared, &MatrixShape::from(&b))
         .unwrap();
-    assert_eq!(cache.len(), 1, "TACO lines do not depend on the matrix");
     assert!(std::ptr::eq(ca.candidate_set(), cb.candidate_set()));
+    assert!(Arc::ptr_eq(ca.prepared(), cb.prepared()));
+    // The same ranking as preparing from scratch for that matrix.
     let plain = model
         .prepare_space(WACO_HEAD, &space, &MatrixShape::from(&b))
         .unwrap();
@@ -203,14 +205,15 @@ fn schedule_work_is_shared_across_matrices() {
     let x = model.top_k_with_default(&eb, &cb, 5).unwrap();
     let y = model.top_k_with_default(&eb, &plain, 5).unwrap();
     assert_eq!(x, y);
-    // Another head or model would not hit: a different space's lines are a new entry.
-    let mut other = taco_subset();
-    other.chunks = vec![2];
-    model
-        .prepare_space_cached(WACO_HEAD, &other, &MatrixShape::from(&b), &cache)
-        .unwrap();
-    assert_eq!(cache.len(), 2);
-    let _ = Arc::new(cache); // the cache is Send + Sync
+    // Lines and configurations are rebuilt from their index on demand.
+    let list = space.candidates(&MatrixShape::from(&b));
+    for i in [0, 1, 777, list.items.len() - 1] {
+        assert_eq!(cb.line(i).as_deref(), Some(list.items[i].line.as_str()));
+        assert_eq!(cb.config(i).as_ref(), Some(&list.items[i].config));
+    }
+    fn send_sync<T: Send + Sync>(_: &T) {}
+    send_sync(&prepared);
+    send_sync(&cb);
 }
 
 #[test]
@@ -227,7 +230,7 @@ fn small_matrix_duplicates_are_statuses_not_failures() {
     let dups: Vec<(usize, usize)> = cands
         .rejected()
         .filter_map(|(i, s)| match s {
-            SpaceCandidateStatus::Duplicate { of } => Some((i, of)),
+            CandidateStatus::Duplicate { of } => Some((i, of)),
             _ => None,
         })
         .collect();
@@ -252,7 +255,7 @@ fn invalid_candidates_get_statuses() {
     };
     // Split 3 is rejected by the toolchain (not a power of two); chunk 512 is outside the
     // WACO schema's `parchunk` vocabulary.
-    let mut space = TacoSpace::waco(CpuKernel::SpMM);
+    let mut space = TacoSpace::waco(Kernel::SpMM);
     space.splits = vec![vec![1, 3], vec![1], vec![1, 2]];
     space.chunks = vec![32, 512];
     let shape = MatrixShape::new(1000, 1000, 10_000);
@@ -260,12 +263,12 @@ fn invalid_candidates_get_statuses() {
     let (mut for_matrix, mut for_schema) = (0, 0);
     for (i, s) in cands.rejected() {
         match s {
-            SpaceCandidateStatus::InvalidForMatrix { reason } => {
+            CandidateStatus::InvalidForMatrix { reason } => {
                 assert!(reason.contains("'isplit' value '3'"), "{reason}");
                 assert!(cands.line(i).unwrap().starts_with("3 "));
                 for_matrix += 1;
             }
-            SpaceCandidateStatus::InvalidSchedule(e) => {
+            CandidateStatus::InvalidSchedule(e) => {
                 let ErrorKind::Schedule {
                     index,
                     field,
@@ -328,11 +331,11 @@ fn ties_go_to_the_lower_index_and_bad_defaults_are_reported() {
     let cands = model.prepare_space(WACO_HEAD, &space, &shape).unwrap();
     assert!(matches!(
         cands.status(2),
-        Some(SpaceCandidateStatus::InvalidSchedule(_))
+        Some(CandidateStatus::InvalidSchedule(_))
     ));
     assert!(matches!(
         cands.status(5),
-        Some(SpaceCandidateStatus::InvalidForMatrix { .. })
+        Some(CandidateStatus::InvalidForMatrix { .. })
     ));
     let emb = model.embed_matrix(&pattern_for(&shape)).unwrap();
     let top = check_ranking(&model, &emb, &cands, 4);
@@ -437,7 +440,10 @@ fn cognate_fixture() -> Option<Model> {
 }
 
 /// Ranks one unified-form space with the COGNATE fixture and checks the invariants.
-fn rank_unified<S: ScheduleSpace>(model: &Model, head: &str, space: &S, expect: usize) {
+fn rank_unified<S>(model: &Model, head: &str, space: &S, expect: usize)
+where
+    S: ScheduleSpace + Clone + Send + Sync + 'static,
+{
     let pattern = match matrix("cca") {
         Some(p) => p,
         None => pattern_for(&MatrixShape::new(500, 700, 5000)),
@@ -447,7 +453,7 @@ fn rank_unified<S: ScheduleSpace>(model: &Model, head: &str, space: &S, expect: 
     assert_eq!(cands.len(), expect, "{}", space.name());
     let bad: Vec<String> = cands
         .rejected()
-        .filter(|(_, s)| !matches!(s, SpaceCandidateStatus::Duplicate { .. }))
+        .filter(|(_, s)| !matches!(s, CandidateStatus::Duplicate { .. }))
         .map(|(i, s)| format!("{i} {:?}: {s:?}", cands.line(i)))
         .collect();
     assert!(
@@ -474,13 +480,13 @@ fn cognate_fixture_ranks_all_three_spaces() {
     rank_unified(
         &model,
         "spade/spmm",
-        &Mapped(SpadeSpace::new(Kernel::SpMM)),
+        &Mapped(SpadeSpace::new(Kernel::SpMM).unwrap()),
         256,
     );
     rank_unified(
         &model,
         "gpu-sparsetir/spmm",
-        &Mapped(SparseTirSpace::new(Kernel::SpMM, 128)),
+        &Mapped(SparseTirSpace::new(Kernel::SpMM, 128).unwrap()),
         288,
     );
     rank_unified(&model, "cpu-taco/spmm", &Mapped(taco_subset()), {
@@ -489,97 +495,44 @@ fn cognate_fixture_ranks_all_three_spaces() {
 }
 
 #[test]
-fn cognate_spade_is_prepared_once_per_column_count() {
+fn cognate_spade_is_prepared_once_and_its_column_count_lines_per_matrix() {
     let Some(model) = cognate_fixture() else {
         return;
     };
-    let space = Mapped(SpadeSpace::new(Kernel::SpMM));
-    let cache = SpaceCache::default();
-    for cols in [5000, 7000, 5000] {
-        model
-            .prepare_space_cached(
-                "spade/spmm",
-                &space,
-                &MatrixShape::new(100, cols, 1000),
-                &cache,
-            )
-            .unwrap();
+    let space = Mapped(SpadeSpace::new(Kernel::SpMM).unwrap());
+    let prepared = model
+        .prepare_schedule_space("spade/spmm", space.clone())
+        .unwrap();
+    for cols in [5000, 7000, 65536] {
+        let shape = MatrixShape::new(100, cols, 1000);
+        let cands = model.space_candidates(&prepared, &shape).unwrap();
+        let fresh = space.candidates(&shape);
+        assert_eq!(cands.len(), fresh.items.len());
+        let pattern = pattern_for(&shape);
+        let emb = model.embed_matrix(&pattern).unwrap();
+        let mut got = vec![0.0; cands.len()];
+        model.score_space_into(&emb, &cands, &mut got).unwrap();
+        // Scores equal those of the lines printed for this shape, prepared from scratch.
+        let lines: Vec<&str> = fresh.items.iter().map(|c| c.line.as_str()).collect();
+        let set = model.prepare_candidates("spade/spmm", &lines).unwrap();
+        let mut want = vec![0.0; set.len()];
+        model.score_into(&emb, &set, &mut want).unwrap();
+        for (i, item) in fresh.items.iter().enumerate() {
+            assert_eq!(
+                cands.line(i).as_deref(),
+                Some(item.line.as_str()),
+                "cols {cols} #{i}"
+            );
+            assert_eq!(
+                cands.space_status(i).as_ref(),
+                Some(&item.status),
+                "cols {cols} #{i}"
+            );
+            if item.status.is_valid() || i == cands.default_index() {
+                assert_eq!(got[i].to_bits(), want[i].to_bits(), "cols {cols} #{i}");
+            } else {
+                assert!(got[i].is_nan());
+            }
+        }
     }
-    assert_eq!(cache.len(), 2, "one entry per distinct ncols");
-}
-
-/// Times exhaustive ranking of WACO's whole CPU SpMM space (611 712 lines) with the real
-/// model: the numbers behind the "exhaustive, not HNSW" decision (`BENCHMARKS.md`).
-#[test]
-#[ignore = "minutes in debug builds; run with --release -- --ignored --nocapture"]
-fn exhaustive_waco_spmm_space_timing() {
-    let (Some(model), Some(a), Some(b)) = (waco_spmm(), matrix("crystk01_2x16_1"), matrix("cca"))
-    else {
-        return;
-    };
-    let space = TacoSpace::waco(CpuKernel::SpMM);
-    let shape = MatrixShape::from(&a);
-
-    let t = Instant::now();
-    let list = space.candidates(&shape);
-    let enumerate_s = t.elapsed().as_secs_f64();
-    assert_eq!(list.items.len(), 611_712);
-    let lines = list.lines();
-    let t = Instant::now();
-    let set = model.prepare_candidates(WACO_HEAD, &lines).unwrap();
-    let prepare_lines_s = t.elapsed().as_secs_f64();
-    assert_eq!(set.valid_count(), 611_712);
-    drop(set);
-
-    let cache = SpaceCache::default();
-    let t = Instant::now();
-    let cands = model
-        .prepare_space_cached(WACO_HEAD, &space, &shape, &cache)
-        .unwrap();
-    let prepare_space_s = t.elapsed().as_secs_f64();
-
-    let ea = model.embed_matrix(&a).unwrap();
-    let mut scores = vec![0.0; cands.len()];
-    let t = Instant::now();
-    model
-        .score_into(&ea, cands.candidate_set(), &mut scores)
-        .unwrap();
-    let score_s = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let top = model.top_k_with_default(&ea, &cands, 10).unwrap();
-    let topk_s = t.elapsed().as_secs_f64();
-
-    let t = Instant::now();
-    let cb = model
-        .prepare_space_cached(WACO_HEAD, &space, &MatrixShape::from(&b), &cache)
-        .unwrap();
-    let cached_s = t.elapsed().as_secs_f64();
-    let eb = model.embed_matrix(&b).unwrap();
-    let t = Instant::now();
-    let top_b = model.top_k_with_default(&eb, &cb, 10).unwrap();
-    let topk_b_s = t.elapsed().as_secs_f64();
-
-    eprintln!(
-        "WACO SpMM space, {} candidates, {} threads:",
-        cands.len(),
-        rayon_threads()
-    );
-    eprintln!("  enumerate + statuses (space.candidates): {enumerate_s:.2} s");
-    eprintln!("  prepare_candidates (parse, encode, embed): {prepare_lines_s:.2} s");
-    eprintln!("  prepare_space (both, first time):        {prepare_space_s:.2} s");
-    eprintln!("  prepare_space_cached, 2nd matrix:        {cached_s:.2} s");
-    eprintln!("  score_into, all candidates:              {score_s:.2} s");
-    eprintln!("  top_k_with_default (k=10), matrix A:     {topk_s:.2} s");
-    eprintln!("  top_k_with_default (k=10), matrix B:     {topk_b_s:.2} s");
-    eprintln!(
-        "  A: best {:?}, default rank {:?}; B: best {:?}, default rank {:?}",
-        cands.line(top.entries[0].index),
-        top.default_entry().rank,
-        cb.line(top_b.entries[0].index),
-        top_b.default_entry().rank
-    );
-}
-
-fn rayon_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }

@@ -1,20 +1,19 @@
-/* A lowering-pass driver in the style of TACO: read a matrix, enumerate candidate SpMM
- * SuperSchedules, rank them with a dashrank cost model, and print the best ones as TACO
- * scheduling commands.
+/* A TACO-style tuning driver in C: read a matrix, enumerate TACO's SpMM schedule space for it
+ * (WACO's SuperSchedule space, the toolchain default included), rank it with a dashrank cost
+ * model, print the TACO commands of the top 5 and of the default, then tune: measure the top
+ * k and the default through a callback and keep the fastest.
  *
- *   taco_driver MODEL_DIR MATRIX.mtx|MATRIX.csr [TOP_K]
+ *   taco_driver MODEL_DIR MATRIX.mtx|MATRIX.csr [K] [MAX_SPLIT]
  *
- * A .mtx file is read here into int32 CSR arrays (as TACO holds them) and passed to
- * dashrank_matrix_embed_csr_i32; any other file goes through dashrank_matrix_embed_file.
+ * MAX_SPLIT (a power of two) cuts WACO's split and chunk lists, e.g. 4 gives 7 776 schedules
+ * instead of 611 712, for quick runs under valgrind; without it the whole space is ranked.
  *
- * SuperSchedule (WACO SpMM, C(i,j) = A(i,k) * B(k,j)), 16 tokens:
- *   isplit ksplit jsplit | order of {i1,i0,k1,k0,j1,j0} | i1f i0f k1f k0f | paridx parnum parchunk
- * Mapping to TACO (split(parent, outer, inner, inner_size); WACO names the outer loop x1):
- *   split(i,i1,i0,isplit) split(k,k1,k0,ksplit) split(j,j1,j0,jsplit) reorder(order...)
- *   parallelize(paridx,CPUThread,NoRaces) with taco_set_parallel_schedule(Dynamic, parchunk)
- *   and parnum threads. The format bits describe A as a 4-level blocked tensor over
- *   (i1,i0,k1,k0), 1 = Dense (uncompressed), 0 = Sparse (compressed); WACO builds it with its
- *   own FormatScheduler, there is no single stock TACO command for that step. */
+ * The measure callback stands in for "compile the TACO command with TACO and time it", which
+ * needs TACO itself: it times a real blocked CSR SpMM (C = A * B, B dense with 32 columns) on
+ * the matrix, with the candidate's row split and dense-column split read back from its TACO
+ * text. That kernel only implements row-outer loop orders, so it reports a failed
+ * measurement for a schedule whose reorder() puts k1 before i1; dashrank skips those. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include <dashrank.h>
 
 #include <errno.h>
@@ -22,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define CHECK(call)                                                       \
   do {                                                                    \
@@ -35,15 +35,15 @@
     }                                                                     \
   } while (0)
 
-/* --- a minimal Matrix Market reader (coordinate; general or symmetric) --------------- */
+/* --- matrices: Matrix Market (coordinate) or WACO binary .csr, into int32 CSR ----------- */
 typedef struct {
   int32_t nrows, ncols, nnz;
   int32_t *row_ptr, *col_idx;
 } csr32;
 
-static int cmp_pair(const void *a, const void *b) {
+static int cmp_key(const void *a, const void *b) {
   const int64_t *x = a, *y = b;
-  return (x[0] > y[0]) - (x[0] < y[0]);
+  return (*x > *y) - (*x < *y);
 }
 
 static int read_mtx(const char *path, csr32 *m) {
@@ -79,7 +79,7 @@ static int read_mtx(const char *path, csr32 *m) {
     if (symmetric && i != j) keys[k++] = ((int64_t)(j - 1) << 32) | (int64_t)(i - 1);
   }
   fclose(f);
-  qsort(keys, (size_t)k, sizeof(int64_t), cmp_pair);
+  qsort(keys, (size_t)k, sizeof(int64_t), cmp_key);
   m->nrows = (int32_t)r;
   m->ncols = (int32_t)c;
   m->row_ptr = calloc((size_t)r + 1, sizeof(int32_t));
@@ -97,79 +97,136 @@ static int read_mtx(const char *path, csr32 *m) {
   return 0;
 }
 
-/* --- candidate SuperSchedules ---------------------------------------------------------- */
-static const int ISPLIT[] = {4, 16, 32};
-static const int KSPLIT[] = {1, 8, 32};
-static const int JSPLIT[] = {1, 8, 32};
-/* WACO's generator keeps i1 before i0, k1 before k0, j1 before j0, j0 innermost. */
-static const char *ORDERS[] = {"i1 k1 i0 k0 j1 j0", "i1 k1 j1 i0 k0 j0", "k1 i1 k0 i0 j1 j0"};
-static const char *FORMATS[] = {"1 0 0 0", "1 1 0 0", "1 1 1 0"};
-static const int CHUNKS[] = {1, 16, 64};
-#define N(a) (sizeof(a) / sizeof((a)[0]))
-
-static char **enumerate(size_t *count) {
-  size_t total = N(ISPLIT) * N(KSPLIT) * N(JSPLIT) * N(ORDERS) * N(FORMATS) * N(CHUNKS) + 1;
-  char **lines = calloc(total, sizeof(char *));
-  size_t n = 0;
-  for (size_t a = 0; a < N(ISPLIT); a++)
-    for (size_t b = 0; b < N(KSPLIT); b++)
-      for (size_t c = 0; c < N(JSPLIT); c++)
-        for (size_t o = 0; o < N(ORDERS); o++)
-          for (size_t f = 0; f < N(FORMATS); f++)
-            for (size_t h = 0; h < N(CHUNKS); h++) {
-              lines[n] = malloc(96);
-              snprintf(lines[n], 96, "%d %d %d %s %s i1 48 %d", ISPLIT[a], KSPLIT[b],
-                       JSPLIT[c], ORDERS[o], FORMATS[f], CHUNKS[h]);
-              n++;
-            }
-  /* One deliberately invalid candidate (3 is not a power of two): it gets its own status. */
-  lines[n] = malloc(96);
-  snprintf(lines[n], 96, "3 8 8 i1 k1 i0 k0 j1 j0 1 0 0 0 i1 48 16");
-  n++;
-  *count = n;
-  return lines;
+/* WACO .csr: little-endian int32 nrows, ncols, nnz, row_ptr[nrows + 1], col_idx[nnz]. */
+static int read_waco_csr(const char *path, csr32 *m) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "cannot open %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  int32_t h[3];
+  int ok = fread(h, sizeof h[0], 3, f) == 3 && h[0] > 0 && h[1] > 0 && h[2] >= 0;
+  if (ok) {
+    m->nrows = h[0], m->ncols = h[1], m->nnz = h[2];
+    m->row_ptr = malloc(sizeof(int32_t) * ((size_t)h[0] + 1));
+    m->col_idx = malloc(sizeof(int32_t) * ((size_t)h[2] + 1));
+    ok = fread(m->row_ptr, sizeof(int32_t), (size_t)h[0] + 1, f) == (size_t)h[0] + 1 &&
+         fread(m->col_idx, sizeof(int32_t), (size_t)h[2], f) == (size_t)h[2];
+  }
+  fclose(f);
+  if (!ok) fprintf(stderr, "%s: truncated or malformed WACO .csr\n", path);
+  return ok ? 0 : -1;
 }
 
-static void print_taco(const char *line) {
-  char order[6][4], fmt[4][4], par[4];
-  int is, ks, js, num, chunk;
-  if (sscanf(line, "%d %d %d %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %3s %d %d", &is, &ks, &js,
-             order[0], order[1], order[2], order[3], order[4], order[5], fmt[0], fmt[1], fmt[2],
-             fmt[3], par, &num, &chunk) != 16)
-    return;
-  printf("    split(i,i1,i0,%d) split(k,k1,k0,%d) split(j,j1,j0,%d)\n", is, ks, js);
-  printf("    reorder(%s,%s,%s,%s,%s,%s)\n", order[0], order[1], order[2], order[3], order[4],
-         order[5]);
-  printf("    parallelize(%s,CPUThread,NoRaces)  // taco_set_parallel_schedule(Dynamic,%d), %d "
-         "threads\n",
-         par, chunk, num);
-  const char *lv[] = {"i1", "i0", "k1", "k0"};
-  printf("    // A format over (i1,i0,k1,k0):");
-  for (int l = 0; l < 4; l++) printf(" %s=%s", lv[l], fmt[l][0] == '1' ? "Dense" : "Sparse");
-  printf("\n");
+/* --- the measure callback ---------------------------------------------------------------- */
+#define DENSE_COLS 32
+
+typedef struct {
+  const csr32 *a;
+  float *b, *c; /* B: ncols x DENSE_COLS, C: nrows x DENSE_COLS, row-major */
+  int calls;
+} bench;
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
-static void on_log(void *user_data, dashrank_log_level level, const char *message, size_t len) {
-  (void)len;
-  ++*(int *)user_data;
-  if (level <= DASHRANK_LOG_LEVEL_INFO) fprintf(stderr, "[dashrank] %s\n", message);
+/* The factor of "-s=split(<axis>,...,<factor>)" in a TACO schedule text, or 0. */
+static int split_of(const char *text, char axis) {
+  char pat[16];
+  snprintf(pat, sizeof pat, "split(%c,", axis);
+  const char *p = strstr(text, pat);
+  if (!p) return 0;
+  p = strchr(p, ')');
+  while (p && p > text && p[-1] != ',') p--;
+  return p ? atoi(p) : 0;
+}
+
+/* Blocked CSR SpMM with the candidate's row block (isplit) and dense-column tile (jsplit). */
+static bool measure_spmm(void *user_data, const dashrank_measure_request *req, double *out_ms) {
+  bench *bm = user_data;
+  bm->calls++;
+  const char *order = strstr(req->toolchain, "reorder(");
+  if (!order || strstr(order, "k1") < strstr(order, "i1")) return false; /* k-outer: unsupported */
+  int is = split_of(req->toolchain, 'i'), js = split_of(req->toolchain, 'j');
+  if (is <= 0 || js <= 0) return false;
+  if (js > DENSE_COLS) js = DENSE_COLS;
+  const csr32 *a = bm->a;
+  double best = 1e300;
+  for (int rep = 0; rep < 3; rep++) {
+    memset(bm->c, 0, sizeof(float) * (size_t)a->nrows * DENSE_COLS);
+    double t0 = now_ms();
+    for (int32_t ib = 0; ib < a->nrows; ib += is)
+      for (int jb = 0; jb < DENSE_COLS; jb += js)
+        for (int32_t i = ib; i < ib + is && i < a->nrows; i++)
+          for (int32_t p = a->row_ptr[i]; p < a->row_ptr[i + 1]; p++) {
+            const float *brow = bm->b + (size_t)a->col_idx[p] * DENSE_COLS;
+            float *crow = bm->c + (size_t)i * DENSE_COLS;
+            for (int j = jb; j < jb + js && j < DENSE_COLS; j++) crow[j] += brow[j];
+          }
+    double t = now_ms() - t0;
+    if (t < best) best = t;
+  }
+  *out_ms = best;
+  return true;
+}
+
+/* --- printing ---------------------------------------------------------------------------- */
+static char *render(const dashrank_space_candidates *c, size_t i, const char *name) {
+  size_t need = 0;
+  if (dashrank_space_candidates_render(c, i, name, NULL, 0, &need) !=
+      DASHRANK_STATUS_INSUFFICIENT_SIZE)
+    return NULL;
+  char *buf = malloc(need);
+  if (buf && dashrank_space_candidates_render(c, i, name, buf, need, NULL) != DASHRANK_STATUS_OK) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* A TACO schedule text, one command per line. */
+static void print_taco(const char *text) {
+  const char *p = text;
+  while (*p) {
+    const char *end = strchr(p, ' ');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    printf("      %.*s\n", (int)n, p);
+    p += n;
+    while (*p == ' ') p++;
+  }
+}
+
+static void print_entry(const dashrank_space_candidates *c, const dashrank_ranked *e,
+                        const char *name) {
+  char *text = render(c, e->index, name);
+  if (e->rank)
+    printf("  #%zu (candidate %zu)%s score %.5f\n", e->rank, e->index,
+           e->is_default ? " [TACO default]" : "", e->score);
+  else
+    printf("  candidate %zu [TACO default], no score (the head's schema rejects it)\n", e->index);
+  if (text) print_taco(text);
+  free(text);
 }
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s MODEL_DIR MATRIX.mtx|MATRIX.csr [TOP_K]\n", argv[0]);
+    fprintf(stderr, "usage: %s MODEL_DIR MATRIX.mtx|MATRIX.csr [K] [MAX_SPLIT]\n", argv[0]);
     return 2;
   }
   size_t k = argc > 3 ? (size_t)atoi(argv[3]) : 5;
-  int rc = 1, log_count = 0;
+  uint32_t max_split = argc > 4 ? (uint32_t)atoi(argv[4]) : 0;
+  int rc = 1;
   dashrank_model *model = NULL;
   dashrank_matrix *matrix = NULL;
-  dashrank_candidates *cands = NULL;
+  dashrank_space *space = NULL;
+  dashrank_space_candidates *cands = NULL;
+  dashrank_ranked *top = NULL;
+  dashrank_measurement *ms = NULL;
   csr32 csr = {0};
-  size_t n = 0;
-  char **lines = NULL;
-  uint32_t *idx = NULL;
-  float *scores = NULL;
+  bench bm = {&csr, NULL, NULL, 0};
 
   if (dashrank_abi_version() != DASHRANK_ABI_VERSION) {
     fprintf(stderr, "ABI mismatch: header %u, library %u\n", DASHRANK_ABI_VERSION,
@@ -177,69 +234,92 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("dashrank %s (ABI %u)\n", dashrank_version(), dashrank_abi_version());
-  CHECK(dashrank_set_log_callback(on_log, &log_count, DASHRANK_LOG_LEVEL_INFO));
-
   dashrank_load_options opts;
   CHECK(dashrank_load_options_init(&opts));
-  opts.threads = 2;
   opts.deterministic = true;
   CHECK(dashrank_model_load(argv[1], &opts, &model));
   char desc[256];
   CHECK(dashrank_model_describe(model, desc, sizeof desc, NULL));
-  char head[128];
-  CHECK(dashrank_model_head_name(model, 0, head, sizeof head, NULL));
-  printf("model %s, head %s\n", desc, head);
+  printf("model %s\n", desc);
 
   const char *path = argv[2];
   size_t plen = strlen(path);
-  if (plen > 4 && strcmp(path + plen - 4, ".mtx") == 0) {
-    if (read_mtx(path, &csr) != 0) goto fail;
-    printf("matrix %s: %d x %d, %d nonzeros (read by the driver)\n", path, csr.nrows, csr.ncols,
-           csr.nnz);
-    CHECK(dashrank_matrix_embed_csr_i32(model, (size_t)csr.nrows, (size_t)csr.ncols, csr.row_ptr,
-                                        csr.col_idx, (size_t)csr.nnz, &matrix));
-  } else {
-    printf("matrix %s (read by dashrank)\n", path);
-    CHECK(dashrank_matrix_embed_file(model, path, &matrix));
-  }
+  int is_csr = plen > 4 && strcmp(path + plen - 4, ".csr") == 0;
+  if ((is_csr ? read_waco_csr(path, &csr) : read_mtx(path, &csr)) != 0) goto fail;
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  printf("matrix %s: %d x %d, %d nonzeros\n", name, csr.nrows, csr.ncols, csr.nnz);
+  CHECK(dashrank_matrix_embed_csr_i32(model, (size_t)csr.nrows, (size_t)csr.ncols, csr.row_ptr,
+                                      csr.col_idx, (size_t)csr.nnz, &matrix));
 
-  lines = enumerate(&n);
-  CHECK(dashrank_candidates_prepare(model, head, (const char *const *)lines, n, &cands));
-  size_t len = 0, valid = 0;
-  CHECK(dashrank_candidates_len(cands, &len, &valid));
-  printf("%zu candidate SuperSchedules, %zu valid\n", len, valid);
+  /* TACO's SpMM space, for this matrix, prepared for the model's cpu-taco/spmm head. */
+  if (max_split)
+    CHECK(dashrank_space_new_taco(DASHRANK_KERNEL_SPMM, max_split, max_split, &space));
+  else
+    CHECK(dashrank_space_new(DASHRANK_TARGET_CPU_TACO, DASHRANK_KERNEL_SPMM, 0, &space));
+  CHECK(dashrank_space_prepare(model, NULL, space, matrix, &cands));
+  size_t len = 0, ranked = 0, def = 0, states[4] = {0};
+  CHECK(dashrank_space_candidates_len(cands, &len, &ranked));
+  CHECK(dashrank_space_candidates_default(cands, &def));
   for (size_t i = 0; i < len; i++) {
-    dashrank_status st;
-    CHECK(dashrank_candidates_status(cands, i, &st));
-    if (st != DASHRANK_STATUS_OK) {
-      char why[512];
-      CHECK(dashrank_candidates_message(cands, i, why, sizeof why, NULL));
-      printf("  rejected #%zu (status %u): %s\n", i, (unsigned)st, why);
-    }
+    dashrank_candidate_info info;
+    CHECK(dashrank_space_candidates_info(cands, i, &info));
+    if (info.state < 4) states[info.state]++;
   }
+  printf("TACO SpMM space: %zu schedules, %zu ranked, %zu duplicates for this matrix, %zu "
+         "invalid; TACO default = candidate %zu\n",
+         len, ranked, states[DASHRANK_CANDIDATE_DUPLICATE],
+         states[DASHRANK_CANDIDATE_INVALID_FOR_MATRIX] + states[DASHRANK_CANDIDATE_INVALID_SCHEDULE],
+         def);
 
-  idx = calloc(k ? k : 1, sizeof *idx);
-  scores = calloc(k ? k : 1, sizeof *scores);
-  size_t written = 0;
-  CHECK(dashrank_top_k(model, matrix, cands, k, idx, scores, k, &written));
-  printf("top %zu (lower score = predicted faster):\n", written);
-  for (size_t r = 0; r < written; r++) {
-    printf("#%zu score %8.4f  [%s]\n", r + 1, scores[r], lines[idx[r]]);
-    print_taco(lines[idx[r]]);
+  /* The top 5 and the default, as TACO commands. */
+  size_t n = 0, cap = 6;
+  top = calloc(cap, sizeof *top);
+  CHECK(dashrank_space_top_k(model, matrix, cands, 5, top, cap, &n));
+  printf("top 5 (lower score = predicted faster) and the TACO default:\n");
+  for (size_t r = 0; r < n; r++) print_entry(cands, &top[r], name);
+
+  /* Tune: measure the top k and the default, keep the fastest. */
+  bm.b = malloc(sizeof(float) * (size_t)csr.ncols * DENSE_COLS);
+  bm.c = malloc(sizeof(float) * (size_t)csr.nrows * DENSE_COLS);
+  for (size_t i = 0; i < (size_t)csr.ncols * DENSE_COLS; i++) bm.b[i] = (float)(i % 7) * 0.25f;
+  size_t most = (k < ranked ? k : ranked) + 1, taken = 0;
+  ms = calloc(most, sizeof *ms);
+  dashrank_tune_result result;
+  CHECK(dashrank_space_tune(model, matrix, cands, k, name, measure_spmm, &bm, &result, ms, most,
+                            &taken));
+  printf("tuning: %zu measured (%d callback calls), %zu failed and skipped\n", result.measured,
+         bm.calls, result.failed);
+  for (size_t i = 0; i < taken; i++) {
+    if (ms[i].ok)
+      printf("  candidate %zu%s: %.3f ms\n", ms[i].ranked.index,
+             ms[i].ranked.is_default ? " [TACO default]" : "", ms[i].ms);
+    else
+      printf("  candidate %zu%s: not measured (k-outer order; this driver's kernel is row-outer)\n",
+             ms[i].ranked.index, ms[i].ranked.is_default ? " [TACO default]" : "");
   }
-  printf("log messages received: %d\n", log_count);
+  if (result.has_best) {
+    printf("fastest: candidate %zu, %.3f ms", result.best_index, result.best_ms);
+    if (!isnan(result.speedup_over_default))
+      printf(" (%.2fx the TACO default's %.3f ms)", result.speedup_over_default, result.default_ms);
+    printf("\n");
+    dashrank_ranked best = {result.best_index, 0.0f, 0, result.best_index == def};
+    for (size_t i = 0; i < taken; i++)
+      if (ms[i].ranked.index == result.best_index) best = ms[i].ranked;
+    print_entry(cands, &best, name);
+  } else {
+    printf("no candidate could be measured\n");
+  }
   rc = 0;
 
 fail:
-  dashrank_set_log_callback(NULL, NULL, 0);
-  dashrank_candidates_free(&cands);
+  dashrank_space_candidates_free(&cands);
+  dashrank_space_free(&space);
   dashrank_matrix_free(&matrix);
   dashrank_model_release(&model);
-  if (lines)
-    for (size_t i = 0; i < n; i++) free(lines[i]);
-  free(lines);
-  free(idx);
-  free(scores);
+  free(top);
+  free(ms);
+  free(bm.b);
+  free(bm.c);
   free(csr.row_ptr);
   free(csr.col_idx);
   return rc;

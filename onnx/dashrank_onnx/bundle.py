@@ -1,9 +1,11 @@
 """Write and read dashrank bundles (docs/bundle-format.md).
 
 ``write_bundle`` turns a reference :class:`Model` into the four kinds of ONNX files with the
-spec's metadata, checking every file with ``onnx.checker.check_model``. ``read_bundle`` loads
-a bundle directory into a :class:`LoadedBundle`, whose dense graphs run on a small numpy
-executor for exactly the op set the exporter emits (the same ops a native Rust executor needs).
+spec's metadata (provenance hashes included, :mod:`~dashrank_onnx.integrity`), checking every
+file with ``onnx.checker.check_model``, and writes the bundle's ``manifest.json``.
+``read_bundle`` checks the manifest and the provenance, then loads a bundle directory into a
+:class:`LoadedBundle`, whose dense graphs run on a small numpy executor for exactly the op set
+the exporter emits (the same ops a native Rust executor needs).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from onnx import numpy_helper
 from . import FORMAT_VERSION, SPARSE_DOMAIN
 from .export import (featurizer_proto, featurizer_width, make_model, matrix_embedder_proto,
                      predictor_proto, schedule_embedder_proto)
+from .integrity import (check_manifest, check_provenance, check_weights, read_manifest, stamp_provenance,
+                        write_manifest)
 from .reference import (FeaturizerGraph, Model, Node, Pattern, Schema, run_featurizer)
 
 ROLES = ("featurizer", "matrix_embedder", "schedule_embedder", "predictor")
@@ -35,8 +39,12 @@ def head_file_stem(head: str) -> str:
 
 
 def _common(model: Model, role: str) -> Dict[str, str]:
+    return _meta(model.family, model.model_name, role)
+
+
+def _meta(family: str, model_name: str, role: str) -> Dict[str, str]:
     return {"dashrank.format_version": str(FORMAT_VERSION), "dashrank.role": role,
-            "dashrank.family": model.family, "dashrank.model_name": model.model_name}
+            "dashrank.family": family, "dashrank.model_name": model_name}
 
 
 def check(m: onnx.ModelProto) -> None:
@@ -51,7 +59,7 @@ def save(m: onnx.ModelProto, path: Path) -> None:
 
 
 def bundle_models(model: Model, fp16: bool = False) -> Dict[str, onnx.ModelProto]:
-    """File name → ModelProto (conventional names)."""
+    """File name → ModelProto (conventional names), provenance hashes recorded in every file."""
     out = {}
     F = featurizer_width(model.featurizer)
     out["featurizer.onnx"] = make_model(featurizer_proto(model.featurizer, fp16),
@@ -63,28 +71,41 @@ def bundle_models(model: Model, fp16: bool = False) -> Dict[str, onnx.ModelProto
          "std": [float(x) for x in me.std], "source": me.source})
     out["matrix_embedder.onnx"] = make_model(matrix_embedder_proto(me, F, fp16), meta)
     Em = me.embed_mlp[-1][0].shape[0]
-    for name, h in model.heads.items():
-        hm = {"dashrank.head": h.name, "dashrank.kernel": h.kernel, "dashrank.target": h.target}
-        se_meta = {**_common(model, "schedule_embedder"), **hm,
-                   "dashrank.schedule_schema": h.schema.to_json()}
-        stem = head_file_stem(h.name)
-        out[f"{stem}.schedule_embedder.onnx"] = make_model(schedule_embedder_proto(h.schedule_embedder, fp16),
-                                                           se_meta)
-        Es = h.schedule_embedder.out_width
-        pr_meta = {**_common(model, "predictor"), **hm, "dashrank.score_polarity": h.polarity,
-                   "dashrank.score_meaning": h.meaning}
-        out[f"{stem}.predictor.onnx"] = make_model(predictor_proto(h.predictor, Em, Es, fp16), pr_meta)
+    for h in model.heads.values():
+        out.update(head_models(model.family, model.model_name, h, Em, fp16))
+    stamp_provenance(out)
     return out
 
 
+def head_models(family: str, model_name: str, h, Em: int, fp16: bool = False) -> Dict[str, onnx.ModelProto]:
+    """The two files of one head (file name → ModelProto), without provenance keys."""
+    hm = {"dashrank.head": h.name, "dashrank.kernel": h.kernel, "dashrank.target": h.target}
+    se_meta = {**_meta(family, model_name, "schedule_embedder"), **hm,
+               "dashrank.schedule_schema": h.schema.to_json()}
+    stem = head_file_stem(h.name)
+    Es = h.schedule_embedder.out_width
+    pr_meta = {**_meta(family, model_name, "predictor"), **hm, "dashrank.score_polarity": h.polarity,
+               "dashrank.score_meaning": h.meaning}
+    return {f"{stem}.schedule_embedder.onnx": make_model(schedule_embedder_proto(h.schedule_embedder, fp16), se_meta),
+            f"{stem}.predictor.onnx": make_model(predictor_proto(h.predictor, Em, Es, fp16), pr_meta)}
+
+
 def write_bundle(model: Model, out_dir, fp16: bool = False) -> List[Path]:
+    """Writes the bundle files and ``manifest.json`` (returned last). A directory that already
+    holds other ``.onnx`` files is refused: the manifest must not vouch for leftovers."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    files = bundle_models(model, fp16)
+    stale = sorted(p.name for p in out_dir.glob("*.onnx") if p.name not in files)
+    if stale:
+        raise BundleError(f"{out_dir} already holds {stale}, which this bundle does not contain: "
+                          "write to an empty directory (or remove them)")
     written = []
-    for fname, m in bundle_models(model, fp16).items():
+    for fname, m in files.items():
         p = out_dir / fname
         save(m, p)
         written.append(p)
+    written.append(write_manifest(out_dir))
     return written
 
 
@@ -193,7 +214,10 @@ class LoadedHead:
 
 
 class LoadedBundle:
-    def __init__(self, directory):
+    """A bundle read back; ``allow_provenance_mismatch`` accepts heads of another model (their
+    mismatches are kept in ``provenance_warnings``), corrupted files are always refused."""
+
+    def __init__(self, directory, allow_provenance_mismatch: bool = False):
         self.directory = Path(directory)
         files = sorted(self.directory.glob("*.onnx"))
         if not files:
@@ -202,8 +226,10 @@ class LoadedBundle:
         self.matrix_model = None
         ses, prs = {}, {}
         families = set()
+        names = {}
         for f in files:
             m = onnx.load(str(f))
+            names[id(m)] = f.name
             md = metadata(m)
             v = md.get("dashrank.format_version")
             if v != str(FORMAT_VERSION):
@@ -229,6 +255,16 @@ class LoadedBundle:
         if len(families) != 1:
             raise BundleError(f"files disagree on family: {sorted(map(str, families))}")
         self.family = families.pop()
+        for h in ses:
+            if h not in prs:
+                raise BundleError(f"head {h!r} has no predictor")
+        # docs/bundle-format.md §7.3, in the loader's order
+        read_manifest(self.directory)
+        head_files = {h: (names[id(se)], se, names[id(prs[h])], prs[h]) for h, se in ses.items()}
+        self.featurizer_sha256, self.mapper_sha256, self.provenance_warnings = check_provenance(
+            self.featurizer_model, self.matrix_model, head_files, allow_provenance_mismatch)
+        check_manifest(self.directory)
+        check_weights(self.featurizer_model, self.matrix_model, head_files)
         md0 = metadata(self.featurizer_model)
         self.model_name = md0.get("dashrank.model_name")
         self.featurizer = featurizer_graph(self.featurizer_model)
@@ -268,5 +304,5 @@ class LoadedBundle:
         return enc, semb, h.predict(memb, semb)[:, 0], ok, errs
 
 
-def read_bundle(directory) -> LoadedBundle:
-    return LoadedBundle(directory)
+def read_bundle(directory, allow_provenance_mismatch: bool = False) -> LoadedBundle:
+    return LoadedBundle(directory, allow_provenance_mismatch)

@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 
 from .bundle import bundle_models, head_file_stem, save
+from .integrity import FEATURIZER_KEY, MAPPER_KEY, stamp_provenance, write_manifest
 from .cognate import TINY, cognate_model, golden_lines as cognate_golden_lines
 from .export import LayerSpec, build_featurizer
 from .reference import (CognateScheduleEmbedder, Head, MatrixEmbedder, Model, Pattern, Piece, Predictor,
@@ -267,6 +268,7 @@ def write_fixture(model: Model, directory: Path, seed: int, fp16: bool = False, 
     ref = to_fp16(model) if fp16 else model
     for fname, m in bundle_models(model, fp16).items():
         save(m, directory / fname)
+    write_manifest(directory)
     g = golden(ref, seed, "fp16" if fp16 else "fp32", lines_for)
     (directory / "golden.json").write_text(json.dumps(g, indent=1) + "\n")
 
@@ -285,25 +287,37 @@ def _set_meta(m: onnx.ModelProto, key: str, value: Optional[str]) -> None:
         e.key, e.value = k, v
 
 
-def write_bad(model: Model, out: Path) -> List[str]:
+def write_bad(model: Model, out: Path, foreign: Model) -> List[str]:
+    """Broken bundles (copies of ``model``'s with one defect each), the ``spade/spmm`` head of
+    ``foreign`` (a COGNATE model that is not the one of fixtures/tiny-cognate) and broken matrix
+    files."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     base = bundle_models(model)
     made = []
 
-    def variant(name: str, fname: str, mutate, raw: Optional[bytes] = None):
+    def variant(name: str, fname: str, mutate, raw: Optional[bytes] = None, restamp: bool = False):
+        """Each variant is internally consistent except for its one defect: weight edits are
+        re-stamped (provenance recomputed) and every variant gets a manifest of its files as
+        written, so the loader reaches the check the variant is about."""
         d = out / name
         d.mkdir()
+        files = {}
         for fn, m in base.items():
             mm = onnx.ModelProto()
             mm.CopyFrom(m)
-            if fn == fname:
-                if raw is not None:
-                    (d / fn).write_bytes(raw)
-                    continue
+            if fn == fname and raw is None:
                 mutate(mm)
-            _raw_save(mm, d / fn)
+            files[fn] = mm
+        if restamp:
+            stamp_provenance(files)
+        for fn, mm in files.items():
+            if fn == fname and raw is not None:
+                (d / fn).write_bytes(raw)
+            else:
+                _raw_save(mm, d / fn)
+        write_manifest(d)
         made.append(name)
 
     se_name = next(f for f in base if f.endswith(".schedule_embedder.onnx"))
@@ -314,7 +328,7 @@ def write_bad(model: Model, out: Path) -> List[str]:
         keep = [t for t in m.graph.initializer if t.name != "layer2.weight"]
         del m.graph.initializer[:]
         m.graph.initializer.extend(keep)
-    variant("missing-weight-initializer", "featurizer.onnx", drop_weight)
+    variant("missing-weight-initializer", "featurizer.onnx", drop_weight, restamp=True)
 
     def reshape_weight(m):
         t = next(t for t in m.graph.initializer if t.name == "layer2.weight")
@@ -322,14 +336,14 @@ def write_bad(model: Model, out: Path) -> List[str]:
         a = np.frombuffer(t.raw_data, "<f4").reshape(K, ci, co)[:, :ci - 1, :]
         t.dims[:] = [K, ci - 1, co]
         t.raw_data = np.ascontiguousarray(a).tobytes()
-    variant("conv-weight-shape-mismatch", "featurizer.onnx", reshape_weight)
+    variant("conv-weight-shape-mismatch", "featurizer.onnx", reshape_weight, restamp=True)
 
     def nan_weight(m):
         t = next(t for t in m.graph.initializer if t.name == "layer1.weight")
         a = np.frombuffer(t.raw_data, "<f4").copy()
         a[3] = np.nan
         t.raw_data = a.tobytes()
-    variant("nan-weight", "featurizer.onnx", nan_weight)
+    variant("nan-weight", "featurizer.onnx", nan_weight, restamp=True)
 
     def unknown_op(m):
         n = next(n for n in m.graph.node if n.op_type == "SparseReLU")
@@ -350,6 +364,34 @@ def write_bad(model: Model, out: Path) -> List[str]:
     pr_name = next(f for f in base if f.endswith(".predictor.onnx"))
     variant("missing-predictor", pr_name, lambda m: None)
     (out / "missing-predictor" / pr_name).unlink()
+    write_manifest(out / "missing-predictor")
+
+    # integrity: one weight byte flipped after export (the manifest is the exporter's)
+    variant("corrupted-weight", pr_name, lambda m: None)
+    t = next(t for t in base[pr_name].graph.initializer if t.name == "final.0.weight")
+    raw = bytearray((out / "corrupted-weight" / pr_name).read_bytes())
+    at = bytes(raw).find(t.raw_data)
+    assert at >= 0, "final.0.weight not found in the serialized predictor"
+    raw[at + 4 * 5 + 1] ^= 0x10                          # a mantissa bit of final.0.weight[5]
+    (out / "corrupted-weight" / pr_name).write_bytes(bytes(raw))
+    # a bundle written before manifests and provenance existed
+    variant("no-manifest", pr_name, lambda m: None)
+    (out / "no-manifest" / "manifest.json").unlink()
+    for p in (out / "no-manifest").glob("*.onnx"):
+        m = onnx.load(str(p))
+        _set_meta(m, FEATURIZER_KEY, None)
+        _set_meta(m, MAPPER_KEY, None)
+        _raw_save(m, p)
+    made += ["corrupted-weight", "no-manifest"]
+
+    # provenance: the spade/spmm head of another COGNATE model (its two files only; the tests
+    # put them into a copy of fixtures/tiny-cognate, as a user copying files would)
+    d = out / "foreign-head"
+    d.mkdir()
+    for fn, m in bundle_models(foreign).items():
+        if fn.startswith(head_file_stem("spade/spmm") + "."):
+            _raw_save(m, d / fn)
+    made.append("foreign-head")
 
     # pattern files
     good = validate_csr(4, 5, [0, 2, 3, 3, 5], [0, 4, 2, 1, 3])
@@ -382,8 +424,9 @@ regenerates into a temporary directory and compares.
 
 ## fixtures/
 
-Each directory is a complete bundle (docs/bundle-format.md) plus `golden.json`, the numpy
-reference's outputs (`onnx/dashrank_onnx/reference.py`):
+Each directory is a complete bundle (docs/bundle-format.md: the `.onnx` files with their
+provenance hashes, and `manifest.json`) plus `golden.json`, the numpy reference's outputs
+(`onnx/dashrank_onnx/reference.py`):
 
 | dir | what |
 |---|---|
@@ -401,15 +444,20 @@ float32 values printed exactly. Tolerance: `tolerance` (relative 1e-5, absolute 
 
 ## bad/
 
-Each entry is broken in exactly the way its name says (bundles are copies of
-`tiny-waco-spmm` with one file altered):
+Each entry is broken in exactly the way its name says. Bundles are copies of `tiny-waco-spmm`
+with one file altered; each carries a manifest of its files as written (and, where weights were
+edited, re-computed provenance hashes), so that the loader reaches the check the entry is about:
 `wrong-format-version/` (featurizer says 99), `missing-role/` (matrix embedder lacks
 `dashrank.role`), `missing-weight-initializer/` (`layer2.weight` removed),
 `conv-weight-shape-mismatch/` (`layer2.weight` is [9, 3, 4] while 4 channels flow in),
 `nan-weight/` (`layer1.weight[3]` is NaN), `unknown-featurizer-op/` (`SparseGELU`),
 `truncated-onnx/` (featurizer file cut in half), `malformed-schema-json/` (schema JSON cut off),
 `schedule-width-mismatch/` (schema lacks `parchunk`: 45 columns for a 46-wide graph input),
-`unknown-kernel/` (`dashrank.kernel` = `spgemm`), `missing-predictor/` (head has no predictor file);
+`unknown-kernel/` (`dashrank.kernel` = `spgemm`), `missing-predictor/` (head has no predictor file),
+`corrupted-weight/` (one mantissa bit of `final.0.weight[5]` in the predictor flipped after export:
+the manifest is the exporter's), `no-manifest/` (a bundle as written before manifests and
+provenance hashes existed); `foreign-head/` holds only the two `spade/spmm` files of another
+COGNATE model (seed + 1), which the tests copy into `fixtures/tiny-cognate` as a user would;
 `good-small.csr` (a valid 4×5 pattern, for contrast), `truncated.csr`, `column-out-of-range.csr`
 (a column index equal to `cols`), `row-ptr-not-monotone.csr`, `malformed.mtx` (non-numeric entry,
 fewer entries than declared).
@@ -424,8 +472,9 @@ def generate(out: Path, seed: int = DEFAULT_SEED) -> None:
     write_fixture(w, fx / "tiny-waco-spmm", seed)
     write_fixture(w, fx / "tiny-waco-fp16", seed, fp16=True)
     write_fixture(tiny_dash(seed), fx / "tiny-dash", seed)
-    write_fixture(tiny_cognate(seed), fx / "tiny-cognate", seed, lines_for=cognate_golden_lines)
-    write_bad(w, out / "bad")
+    cog = tiny_cognate(seed)
+    write_fixture(cog, fx / "tiny-cognate", seed, lines_for=cognate_golden_lines)
+    write_bad(w, out / "bad", tiny_cognate(seed + 1))
     (out / "README.md").write_text(README.format(seed=seed))
 
 

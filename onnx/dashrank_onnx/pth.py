@@ -1,9 +1,11 @@
-"""Read PyTorch zip checkpoints (state dicts) without torch.
+"""Read (and, for tests and examples, write) PyTorch zip checkpoints of state dicts without torch.
 
 Only the zip format (``<archive>/data.pkl`` + ``<archive>/data/<key>``) is supported. The
 pickle is loaded with a restricted unpickler: the only globals it may name are the few that
 a plain state dict of dense float tensors needs; anything else is a clear error and nothing
-is ever executed.
+is ever executed. :func:`save_state_dict` writes the same layout ``torch.save`` does (protocol-2
+pickle of an ``OrderedDict`` of ``torch._utils._rebuild_tensor_v2`` calls on persistent
+storages, one zip record per storage, 64-byte aligned), with numpy only.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 import collections
 import io
 import pickle
+import struct
 import zipfile
-from typing import Dict
+from typing import Dict, Mapping
 
 import numpy as np
 
-__all__ = ["PthError", "load_state_dict"]
+__all__ = ["PthError", "load_state_dict", "save_state_dict"]
 
 
 class PthError(ValueError):
@@ -69,7 +72,7 @@ def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad=Fals
     item = data.dtype.itemsize
     view = np.lib.stride_tricks.as_strided(
         data[offset:], shape=size, strides=tuple(st * item for st in stride), writeable=False)
-    return np.ascontiguousarray(view)
+    return np.array(view, order="C")  # a copy; keeps 0-d tensors 0-d (ascontiguousarray would not)
 
 
 def _rebuild_parameter(data, requires_grad=False, backward_hooks=None):
@@ -155,3 +158,102 @@ def load_state_dict(path) -> "collections.OrderedDict[str, np.ndarray]":
             raise PthError(f"{path}: entry {k!r} is not a tensor")
         out[str(k)] = v
     return out
+
+
+# --------------------------------------------------------------------------------------
+# Writing (numpy only)
+# --------------------------------------------------------------------------------------
+
+_WRITE_STORAGE = {np.dtype("<f4"): "FloatStorage", np.dtype("<f2"): "HalfStorage",
+                  np.dtype("<f8"): "DoubleStorage", np.dtype("<i8"): "LongStorage",
+                  np.dtype("<i4"): "IntStorage"}
+
+
+class _Ops:
+    """A protocol-2 pickle stream written opcode by opcode (no memo, no globals looked up)."""
+
+    def __init__(self):
+        self.b = bytearray(b"\x80\x02")
+
+    def glob(self, module: str, name: str):
+        self.b += b"c" + module.encode() + b"\n" + name.encode() + b"\n"
+
+    def text(self, s: str):
+        e = s.encode("utf-8")
+        self.b += b"X" + struct.pack("<I", len(e)) + e
+
+    def int(self, n: int):
+        if 0 <= n < 256:
+            self.b += b"K" + bytes([n])
+        elif -2 ** 31 <= n < 2 ** 31:
+            self.b += b"J" + struct.pack("<i", n)
+        else:
+            raw = int(n).to_bytes((int(n).bit_length() + 8) // 8, "little", signed=True)
+            self.b += b"\x8a" + bytes([len(raw)]) + raw
+
+    def tuple_of_ints(self, xs):
+        self.b += b"("
+        for x in xs:
+            self.int(int(x))
+        self.b += b"t"
+
+    def op(self, code: bytes):
+        self.b += code
+
+
+def _pickle_state_dict(names, arrays, keys) -> bytes:
+    p = _Ops()
+    p.glob("collections", "OrderedDict")
+    p.op(b")R(")                                   # OrderedDict() then MARK for SETITEMS
+    for name, a, key in zip(names, arrays, keys):
+        p.text(name)
+        p.glob("torch._utils", "_rebuild_tensor_v2")
+        p.op(b"(")                                 # MARK: the argument tuple
+        p.op(b"(")                                 # MARK: the persistent id tuple
+        p.text("storage")
+        p.glob("torch", _WRITE_STORAGE[a.dtype])
+        p.text(key)
+        p.text("cpu")
+        p.int(a.size)
+        p.op(b"tQ")                                # TUPLE, BINPERSID
+        p.int(0)                                   # storage offset
+        p.tuple_of_ints(a.shape)
+        p.tuple_of_ints([s // a.itemsize for s in a.strides] if a.size else [1] * a.ndim)
+        p.op(b"\x89")                              # requires_grad = False
+        p.glob("collections", "OrderedDict")
+        p.op(b")R")                                # backward hooks: OrderedDict()
+        p.op(b"tR")                                # TUPLE, REDUCE
+    p.op(b"u.")                                    # SETITEMS, STOP
+    return bytes(p.b)
+
+
+def _aligned_record(zf: zipfile.ZipFile, name: str, data: bytes, align: int = 64) -> None:
+    """A stored (uncompressed) record whose data starts on an ``align``-byte boundary, padded
+    with an extra field as torch's writer does."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_STORED
+    start = zf.fp.tell() + 30 + len(name.encode())
+    pad = (-(start + 4)) % align
+    info.extra = b"FB" + struct.pack("<H", pad) + b"Z" * pad
+    zf.writestr(info, data)
+
+
+def save_state_dict(state_dict: Mapping[str, np.ndarray], path, archive: str = "archive") -> None:
+    """Writes ``name → array`` in torch's zip checkpoint layout (``torch.load`` reads it back as
+    a state dict of CPU tensors; :func:`load_state_dict` returns the same arrays). Arrays are
+    stored little-endian and contiguous, one storage each; dtypes float32/16/64, int64, int32."""
+    names, arrays = [], []
+    for k, v in state_dict.items():
+        a = np.asarray(v)
+        a = a.astype(a.dtype.newbyteorder("<"), order="C", copy=False)
+        if a.dtype not in _WRITE_STORAGE:
+            raise PthError(f"{k}: dtype {a.dtype} cannot be written (float32/16/64, int64, int32)")
+        names.append(str(k))
+        arrays.append(a)
+    keys = [str(i) for i in range(len(arrays))]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as zf:
+        _aligned_record(zf, f"{archive}/data.pkl", _pickle_state_dict(names, arrays, keys))
+        _aligned_record(zf, f"{archive}/byteorder", b"little")
+        for key, a in zip(keys, arrays):
+            _aligned_record(zf, f"{archive}/data/{key}", a.tobytes())
+        _aligned_record(zf, f"{archive}/version", b"3\n")

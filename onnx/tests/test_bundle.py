@@ -74,13 +74,17 @@ def test_checker_opsets_ops_metadata(tmp_path):
     paths = write_bundle(model, tmp_path, fp16=False)
     assert sorted(p.name for p in paths) == sorted(
         ["featurizer.onnx", "matrix_embedder.onnx", "gpu-sparsetir__sddmm.schedule_embedder.onnx",
-         "gpu-sparsetir__sddmm.predictor.onnx", "spade__spmv.schedule_embedder.onnx", "spade__spmv.predictor.onnx"])
-    for p in paths:
+         "gpu-sparsetir__sddmm.predictor.onnx", "spade__spmv.schedule_embedder.onnx", "spade__spmv.predictor.onnx",
+         "manifest.json"])
+    assert paths[-1].name == "manifest.json"
+    hashes = set()
+    for p in paths[:-1]:
         m = onnx.load(str(p))
         onnx.checker.check_model(m)
         assert m.ir_version == IR_VERSION
         md = {e.key: e.value for e in m.metadata_props}
         assert md["dashrank.format_version"] == "1" and md["dashrank.family"] == "cognate"
+        hashes.add((md["dashrank.featurizer_sha256"], md["dashrank.mapper_sha256"]))
         ops = {n.op_type for n in m.graph.node}
         if md["dashrank.role"] == "featurizer":
             assert {o.domain: o.version for o in m.opset_import} == {"": 17, "ai.dashrank.sparse": 1}
@@ -96,8 +100,10 @@ def test_checker_opsets_ops_metadata(tmp_path):
             assert md["dashrank.head"] in ("gpu-sparsetir/sddmm", "spade/spmv")
         if md["dashrank.role"] == "predictor":
             assert md["dashrank.score_polarity"] == "lower_is_better"
+    assert len(hashes) == 1, "every file records the same provenance"
     # round trip through the reader
     b = read_bundle(tmp_path)
+    assert (b.featurizer_sha256, b.mapper_sha256) == hashes.pop()
     pat = golden_patterns(2)["banded_80"]
     _, _, m1 = b.embed_matrix(pat)
     _, _, m2 = model.embed_matrix(pat)

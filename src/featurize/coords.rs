@@ -40,18 +40,18 @@ impl Coords {
         Self::from_pattern_rows(p, 0..p.nrows())
     }
 
-    /// The points of the pattern rows `rows` (indices into the pattern), in CSR order.
+    /// The points of the pattern rows `rows`, in CSR order; costs the entries of the band
+    /// (the pattern stores only its non-empty rows).
     pub fn from_pattern_rows(p: &CsrPattern, rows: std::ops::Range<usize>) -> Self {
-        let rp = p.row_ptr();
-        let base = rp[rows.start];
+        let idx = p.nonempty_index_range(rows);
+        let starts = p.row_starts();
+        let base = starts[idx.start];
         let mut out = Self::empty();
-        out.cols.extend_from_slice(&p.col_idx()[base..rp[rows.end]]);
-        for r in rows {
-            if rp[r + 1] > rp[r] {
-                out.rows.push(r as u32);
-                out.row_start.push(rp[r + 1] - base);
-            }
-        }
+        out.cols
+            .extend_from_slice(&p.col_idx()[base..starts[idx.end]]);
+        out.rows.extend_from_slice(&p.nonempty_rows()[idx.clone()]);
+        out.row_start
+            .extend(starts[idx.start + 1..=idx.end].iter().map(|&e| e - base));
         out
     }
 

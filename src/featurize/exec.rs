@@ -114,15 +114,19 @@ impl<'a, 'm> Run<'a, 'm> {
     /// Runs every band and the dense steps; returns the output and the run's figures.
     pub fn run(mut self, band_entries: usize) -> Result<(Vec<f32>, FeaturizeStats)> {
         let p = self.pattern;
-        let rp = p.row_ptr();
+        // Bands are cut over the non-empty rows (the pattern stores only those), so walking
+        // the matrix costs its entries, not its row count.
+        let rows = p.nonempty_rows();
+        let starts = p.row_starts();
         self.stats.band_entries = band_entries;
-        let mut r0 = 0;
+        let (mut r0, mut i0) = (0, 0);
         loop {
-            // Whole rows with about `band_entries` entries (at least one row).
-            let target = rp[r0].saturating_add(band_entries.max(1));
-            let mut r1 = r0 + rp[r0..].partition_point(|&e| e < target).max(1);
-            r1 = r1.min(p.nrows());
-            let last = r1 >= p.nrows();
+            // Whole rows with about `band_entries` entries (at least one non-empty row); the
+            // band ends where the next non-empty row starts.
+            let target = starts[i0].saturating_add(band_entries.max(1));
+            let i1 = (i0 + starts[i0..].partition_point(|&e| e < target).max(1)).min(rows.len());
+            let last = i1 >= rows.len();
+            let r1 = if last { p.nrows() } else { rows[i1] as usize };
             self.feed(r0..r1, last)?;
             for si in 0..self.plan.stencils.len() {
                 let started = Instant::now();
@@ -138,7 +142,7 @@ impl<'a, 'm> Run<'a, 'm> {
             if last {
                 break;
             }
-            r0 = r1;
+            (r0, i0) = (r1, i1);
         }
         if log::log_enabled!(log::Level::Trace) {
             log::trace!(

@@ -43,7 +43,8 @@ pub type FfiResult<T = ()> = Result<T, Failure>;
 
 /// Runs an export body behind the panic boundary.
 ///
-/// Clears the calling thread's last error, runs `body`, and returns `DASHRANK_STATUS_OK` or
+/// Clears the calling thread's last error, runs `body`, and returns `DASHRANK_STATUS_OK` (the
+/// last error cleared again, in case a nested call from a callback failed) or
 /// the failure's status (recording its message). A panic becomes `DASHRANK_STATUS_PANIC`
 /// with the panic message recorded. Public (hidden) so that `tests/abi.rs` can prove the
 /// boundary catches panics.
@@ -51,7 +52,11 @@ pub type FfiResult<T = ()> = Result<T, Failure>;
 pub fn guard(body: impl FnOnce() -> FfiResult) -> dashrank_status {
     clear_last_error();
     match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => dashrank_status::Ok,
+        Ok(Ok(())) => {
+            // A nested call (from a measure callback) may have recorded a failure.
+            clear_last_error();
+            dashrank_status::Ok
+        }
         Ok(Err(f)) => {
             set_last_error(f.status, f.message);
             f.status

@@ -5,9 +5,8 @@ use std::ffi::c_char;
 use crate::rank::{CandidateSet, CandidateStatus};
 use crate::CostModel;
 
-use super::boundary::{
-    guard, take_handle, try_mut, try_ref, try_slice, try_str, write_str, Failure,
-};
+use super::boundary::{guard, try_mut, try_slice, try_str, write_str, Failure};
+use super::handle::{box_into_handle, free_box_handle, try_handle, Castable, OwnershipBox};
 use super::model::dashrank_model;
 use super::status::dashrank_status;
 
@@ -17,7 +16,12 @@ use super::status::dashrank_status;
 /// Owned by the caller, freed with `dashrank_candidates_free`. Immutable: any number of
 /// threads may read one handle at once. It does not keep its model alive.
 pub struct dashrank_candidates {
-    pub(crate) set: CandidateSet,
+    _private: [u8; 0],
+}
+
+impl Castable for dashrank_candidates {
+    type Ownership = OwnershipBox;
+    type RustType = CandidateSet;
 }
 
 /// Parses, validates and embeds `n` schedule lines for head `head` (e.g. `cpu-taco/spmm`;
@@ -40,7 +44,7 @@ pub unsafe extern "C" fn dashrank_candidates_prepare(
     guard(|| {
         let out = unsafe { try_mut(out, "out") }?;
         *out = std::ptr::null_mut();
-        let m = unsafe { try_ref(model, "model") }?;
+        let m = unsafe { try_handle(model, "model") }?;
         let head = unsafe { try_str(head, "head") }?;
         let ptrs = unsafe { try_slice(lines, n, "lines") }?;
         let texts = ptrs
@@ -48,21 +52,7 @@ pub unsafe extern "C" fn dashrank_candidates_prepare(
             .enumerate()
             .map(|(i, &p)| unsafe { try_str(p, &format!("lines[{i}]")) })
             .collect::<Result<Vec<&str>, Failure>>()?;
-        if m.model.info().head(head).is_none() {
-            let names: Vec<&str> = m
-                .model
-                .info()
-                .heads
-                .iter()
-                .map(|h| h.name.as_str())
-                .collect();
-            return Err(Failure::new(
-                dashrank_status::UnknownHead,
-                format!("model has no head '{head}' (heads: {})", names.join(", ")),
-            ));
-        }
-        let set = m.model.prepare_candidates(head, &texts)?;
-        *out = Box::into_raw(Box::new(dashrank_candidates { set }));
+        *out = box_into_handle(m.prepare_candidates(head, &texts)?);
         Ok(())
     })
 }
@@ -76,20 +66,20 @@ pub unsafe extern "C" fn dashrank_candidates_len(
     valid: *mut usize,
 ) -> dashrank_status {
     guard(|| {
-        let c = unsafe { try_ref(candidates, "candidates") }?;
-        *unsafe { try_mut(len, "len") }? = c.set.len();
-        unsafe { super::boundary::write_opt(valid, c.set.valid_count()) };
+        let c = unsafe { try_handle(candidates, "candidates") }?;
+        *unsafe { try_mut(len, "len") }? = c.len();
+        unsafe { super::boundary::write_opt(valid, c.valid_count()) };
         Ok(())
     })
 }
 
-fn status_at(c: &dashrank_candidates, index: usize) -> Result<&CandidateStatus, Failure> {
-    c.set.statuses().get(index).ok_or_else(|| {
+fn status_at(c: &CandidateSet, index: usize) -> Result<CandidateStatus<'_>, Failure> {
+    c.status(index).ok_or_else(|| {
         Failure::new(
             dashrank_status::IndexOutOfRange,
             format!(
                 "candidate index {index} out of range ({} candidates)",
-                c.set.len()
+                c.len()
             ),
         )
     })
@@ -105,11 +95,11 @@ pub unsafe extern "C" fn dashrank_candidates_status(
     status: *mut dashrank_status,
 ) -> dashrank_status {
     guard(|| {
-        let c = unsafe { try_ref(candidates, "candidates") }?;
+        let c = unsafe { try_handle(candidates, "candidates") }?;
         let out = unsafe { try_mut(status, "status") }?;
         *out = match status_at(c, index)? {
-            CandidateStatus::Valid => dashrank_status::Ok,
-            CandidateStatus::Invalid(e) => dashrank_status::from_error(e),
+            CandidateStatus::InvalidSchedule(e) => dashrank_status::from_error(e),
+            _ => dashrank_status::Ok,
         };
         Ok(())
     })
@@ -127,10 +117,10 @@ pub unsafe extern "C" fn dashrank_candidates_message(
     needed: *mut usize,
 ) -> dashrank_status {
     guard(|| {
-        let c = unsafe { try_ref(candidates, "candidates") }?;
+        let c = unsafe { try_handle(candidates, "candidates") }?;
         let text = match status_at(c, index)? {
-            CandidateStatus::Valid => String::new(),
-            CandidateStatus::Invalid(e) => e.to_string(),
+            CandidateStatus::InvalidSchedule(e) => e.to_string(),
+            _ => String::new(),
         };
         unsafe { write_str(&text, buf, len, needed) }
     })
@@ -142,11 +132,5 @@ pub unsafe extern "C" fn dashrank_candidates_message(
 pub unsafe extern "C" fn dashrank_candidates_free(
     candidates: *mut *mut dashrank_candidates,
 ) -> dashrank_status {
-    guard(|| {
-        if let Some(p) = unsafe { take_handle(candidates, "candidates") }? {
-            // SAFETY: `p` came from `Box::into_raw` in this module and is freed once.
-            drop(unsafe { Box::from_raw(p) });
-        }
-        Ok(())
-    })
+    guard(|| unsafe { free_box_handle(candidates, "candidates") })
 }

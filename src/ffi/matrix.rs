@@ -4,11 +4,11 @@ use std::ffi::c_char;
 
 use crate::model::MatrixEmbedding;
 use crate::pattern::{CsrIndex, CsrView};
+use crate::schedule::space::MatrixShape;
 use crate::{CostModel, CsrPattern};
 
-use super::boundary::{
-    guard, take_handle, try_mut, try_ref, try_slice, try_str, Failure, FfiResult,
-};
+use super::boundary::{guard, try_mut, try_slice, try_str, write_opt, Failure, FfiResult};
+use super::handle::{box_into_handle, free_box_handle, try_handle, Castable, OwnershipBox};
 use super::model::dashrank_model;
 use super::status::dashrank_status;
 
@@ -18,11 +18,29 @@ use super::status::dashrank_status;
 /// may read one handle at once. It does not keep its model alive, and it can only be scored
 /// with the model that made it (`DASHRANK_STATUS_INVALID_ARGUMENT` otherwise).
 pub struct dashrank_matrix {
-    pub(crate) embedding: MatrixEmbedding,
+    _private: [u8; 0],
 }
 
-fn finish(out: &mut *mut dashrank_matrix, embedding: MatrixEmbedding) {
-    *out = Box::into_raw(Box::new(dashrank_matrix { embedding }));
+impl Castable for dashrank_matrix {
+    type Ownership = OwnershipBox;
+    type RustType = EmbeddedMatrix;
+}
+
+/// What a `dashrank_matrix` holds: the embedding and the shape of the matrix (the schedule
+/// spaces need it for per-candidate statuses).
+#[derive(Debug)]
+pub struct EmbeddedMatrix {
+    /// The embedding.
+    pub embedding: MatrixEmbedding,
+    /// The matrix shape.
+    pub shape: MatrixShape,
+}
+
+fn finish(out: &mut *mut dashrank_matrix, embedding: MatrixEmbedding, pattern: &CsrPattern) {
+    *out = box_into_handle(EmbeddedMatrix {
+        embedding,
+        shape: MatrixShape::from(pattern),
+    });
 }
 
 unsafe fn embed_csr<I: CsrIndex>(
@@ -36,15 +54,16 @@ unsafe fn embed_csr<I: CsrIndex>(
 ) -> FfiResult {
     let out = unsafe { try_mut(out, "out") }?;
     *out = std::ptr::null_mut();
-    let m = unsafe { try_ref(model, "model") }?;
+    let m = unsafe { try_handle(model, "model") }?;
     let rows_plus_one = nrows
         .checked_add(1)
         .ok_or_else(|| Failure::new(dashrank_status::InvalidArgument, "nrows is too large"))?;
     let row_ptr = unsafe { try_slice(row_ptr, rows_plus_one, "row_ptr") }?;
     let col_idx = unsafe { try_slice(col_idx, nnz, "col_idx") }?;
     let view = CsrView::new(nrows, ncols, row_ptr, col_idx)?;
-    let embedding = m.model.embed_matrix(&view.to_pattern())?;
-    finish(out, embedding);
+    let pattern = view.to_pattern();
+    let embedding = m.embed_matrix(&pattern)?;
+    finish(out, embedding, &pattern);
     Ok(())
 }
 
@@ -95,10 +114,10 @@ pub unsafe extern "C" fn dashrank_matrix_embed_file(
     guard(|| {
         let out = unsafe { try_mut(out, "out") }?;
         *out = std::ptr::null_mut();
-        let m = unsafe { try_ref(model, "model") }?;
+        let m = unsafe { try_handle(model, "model") }?;
         let path = unsafe { try_str(path, "path") }?;
         let pattern = CsrPattern::read_file(path)?;
-        finish(out, m.model.embed_matrix(&pattern)?);
+        finish(out, m.embed_matrix(&pattern)?, &pattern);
         Ok(())
     })
 }
@@ -109,10 +128,24 @@ pub unsafe extern "C" fn dashrank_matrix_embed_file(
 pub unsafe extern "C" fn dashrank_matrix_free(
     matrix: *mut *mut dashrank_matrix,
 ) -> dashrank_status {
+    guard(|| unsafe { free_box_handle(matrix, "matrix") })
+}
+
+/// Writes the shape of the embedded matrix: rows into `*nrows`, columns into `*ncols`,
+/// stored entries into `*nnz` (each pointer may be NULL to skip it).
+#[no_mangle]
+pub unsafe extern "C" fn dashrank_matrix_shape(
+    matrix: *const dashrank_matrix,
+    nrows: *mut usize,
+    ncols: *mut usize,
+    nnz: *mut usize,
+) -> dashrank_status {
     guard(|| {
-        if let Some(p) = unsafe { take_handle(matrix, "matrix") }? {
-            // SAFETY: `p` came from `Box::into_raw` in this module and is freed once.
-            drop(unsafe { Box::from_raw(p) });
+        let x = unsafe { try_handle(matrix, "matrix") }?;
+        unsafe {
+            write_opt(nrows, x.shape.rows);
+            write_opt(ncols, x.shape.cols);
+            write_opt(nnz, x.shape.nnz);
         }
         Ok(())
     })

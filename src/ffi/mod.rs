@@ -7,9 +7,10 @@
 //! - every fallible export returns a numbered [`dashrank_status`] (0 = OK), runs behind a
 //!   panic boundary ([`boundary::guard`]), checks every pointer before use, and records a
 //!   detailed message readable with [`dashrank_last_error_message`] on the same thread;
-//! - handles are opaque: [`dashrank_model`] is reference-counted (`retain`/`release`),
-//!   [`dashrank_matrix`] and [`dashrank_candidates`] are owned boxes (`free`); destroy
-//!   functions take `T**` and null the caller's pointer;
+//! - handles are opaque, and their ownership is in their type ([`handle::Castable`]):
+//!   [`dashrank_model`] is reference-counted (`retain`/`release`), [`dashrank_matrix`],
+//!   [`dashrank_candidates`], [`dashrank_space`] and [`dashrank_space_candidates`] are owned
+//!   boxes (`free`); destroy functions take `T**` and null the caller's pointer;
 //! - outputs go into caller-allocated arrays; a short buffer returns
 //!   `DASHRANK_STATUS_INSUFFICIENT_SIZE` and reports the size needed;
 //! - no export stores results in a handle: handles are immutable and may be shared by
@@ -22,11 +23,14 @@
 
 pub mod boundary;
 mod candidates;
+pub mod handle;
 mod log;
 mod matrix;
 mod model;
 mod rank;
+mod space;
 mod status;
+mod tune;
 
 use std::ffi::c_char;
 
@@ -35,7 +39,9 @@ pub use log::*;
 pub use matrix::*;
 pub use model::*;
 pub use rank::*;
+pub use space::*;
 pub use status::*;
+pub use tune::*;
 
 /// Version of the C ABI. It changes whenever a change breaks binary compatibility, and the
 /// shared library's SONAME (`libdashrank.so.N`) carries it.

@@ -7,14 +7,20 @@ use std::sync::Arc;
 use crate::model::ScorePolarity;
 use crate::{Backend, LoadOptions, Model};
 
-use super::boundary::{guard, take_handle, try_mut, try_ref, try_str, write_str, Failure};
+use super::boundary::{guard, try_mut, try_str, write_str, Failure};
+use super::handle::{
+    arc_into_handle, release_arc_handle, retain_arc_handle, try_handle, Castable, OwnershipArc,
+};
 use super::status::dashrank_status;
 use super::DASHRANK_ABI_VERSION;
 
-/// `dashrank_load_options.backend`: tract, pure Rust (the default).
+/// `dashrank_load_options.backend`: tract, pure Rust (needs a library built with `tract`).
 pub const DASHRANK_BACKEND_TRACT: u32 = 0;
 /// `dashrank_load_options.backend`: ONNX Runtime loaded from `onnxruntime_library`.
 pub const DASHRANK_BACKEND_ONNXRUNTIME: u32 = 1;
+/// `dashrank_load_options.backend`: dashrank's own engine, pure Rust, in every build (the
+/// default).
+pub const DASHRANK_BACKEND_NATIVE: u32 = 2;
 
 /// `dashrank_model_head_polarity`: lower scores are predicted faster.
 pub const DASHRANK_POLARITY_LOWER_IS_BETTER: u32 = 0;
@@ -28,7 +34,8 @@ pub const DASHRANK_POLARITY_HIGHER_IS_BETTER: u32 = 1;
 pub struct dashrank_load_options {
     /// Set by `dashrank_load_options_init` to `DASHRANK_ABI_VERSION`; checked at load.
     pub abi_version: u32,
-    /// `DASHRANK_BACKEND_TRACT` (default) or `DASHRANK_BACKEND_ONNXRUNTIME`.
+    /// `DASHRANK_BACKEND_NATIVE` (default), `DASHRANK_BACKEND_TRACT` or
+    /// `DASHRANK_BACKEND_ONNXRUNTIME`.
     pub backend: u32,
     /// Path of `libonnxruntime.so` for `DASHRANK_BACKEND_ONNXRUNTIME`, else NULL. Copied
     /// during the call.
@@ -49,7 +56,12 @@ pub struct dashrank_load_options {
 /// `dashrank_model_release` drops one; the model is freed with its last reference. A model
 /// is immutable: any number of threads may use one handle at the same time.
 pub struct dashrank_model {
-    pub(crate) model: Model,
+    _private: [u8; 0],
+}
+
+impl Castable for dashrank_model {
+    type Ownership = OwnershipArc;
+    type RustType = Model;
 }
 
 /// Fills `*options` with the defaults of this library version.
@@ -61,7 +73,7 @@ pub unsafe extern "C" fn dashrank_load_options_init(
         let d = LoadOptions::default();
         *unsafe { try_mut(options, "options") }? = dashrank_load_options {
             abi_version: DASHRANK_ABI_VERSION,
-            backend: DASHRANK_BACKEND_TRACT,
+            backend: DASHRANK_BACKEND_NATIVE,
             onnxruntime_library: std::ptr::null(),
             threads: 0,
             deterministic: d.deterministic,
@@ -83,6 +95,7 @@ fn to_load_options(o: &dashrank_load_options) -> Result<LoadOptions, Failure> {
         ));
     }
     let backend = match o.backend {
+        DASHRANK_BACKEND_NATIVE => Backend::Native,
         DASHRANK_BACKEND_TRACT => Backend::Tract,
         DASHRANK_BACKEND_ONNXRUNTIME => Backend::OnnxRuntime {
             library: PathBuf::from(unsafe {
@@ -102,6 +115,8 @@ fn to_load_options(o: &dashrank_load_options) -> Result<LoadOptions, Failure> {
         matrix_cache_capacity: o.matrix_cache_capacity as usize,
         deterministic: o.deterministic,
         simd: None,
+        // Mixing heads of different models is a CLI/Rust expert override, not offered here.
+        allow_provenance_mismatch: false,
         ..LoadOptions::default()
     })
 }
@@ -126,7 +141,7 @@ pub unsafe extern "C" fn dashrank_model_load(
             None => LoadOptions::default(),
         };
         let model = Model::load(path, &options)?;
-        *out = Arc::into_raw(Arc::new(dashrank_model { model })).cast_mut();
+        *out = arc_into_handle(Arc::new(model));
         Ok(())
     })
 }
@@ -136,11 +151,8 @@ pub unsafe extern "C" fn dashrank_model_load(
 pub unsafe extern "C" fn dashrank_model_retain(
     model: *const dashrank_model,
 ) -> *mut dashrank_model {
-    if !model.is_null() {
-        // SAFETY: a non-NULL model was returned by `dashrank_model_load` and is still live.
-        unsafe { Arc::increment_strong_count(model) };
-    }
-    model.cast_mut()
+    // SAFETY: a non-NULL model was returned by `dashrank_model_load` and is still live.
+    unsafe { retain_arc_handle(model) }
 }
 
 /// Drops the reference held in `*model` and sets `*model` to NULL; the model is freed with
@@ -150,13 +162,7 @@ pub unsafe extern "C" fn dashrank_model_retain(
 pub unsafe extern "C" fn dashrank_model_release(
     model: *mut *mut dashrank_model,
 ) -> dashrank_status {
-    guard(|| {
-        if let Some(p) = unsafe { take_handle(model, "model") }? {
-            // SAFETY: `p` came from `Arc::into_raw` and this reference is given up here.
-            drop(unsafe { Arc::from_raw(p.cast_const()) });
-        }
-        Ok(())
-    })
+    guard(|| unsafe { release_arc_handle(model, "model") })
 }
 
 pub(crate) fn head_at(model: &Model, index: usize) -> Result<&crate::model::HeadInfo, Failure> {
@@ -179,8 +185,8 @@ pub unsafe extern "C" fn dashrank_model_head_count(
     out: *mut usize,
 ) -> dashrank_status {
     guard(|| {
-        let m = unsafe { try_ref(model, "model") }?;
-        *unsafe { try_mut(out, "out") }? = m.model.info().heads.len();
+        let m = unsafe { try_handle(model, "model") }?;
+        *unsafe { try_mut(out, "out") }? = m.info().heads.len();
         Ok(())
     })
 }
@@ -196,8 +202,8 @@ pub unsafe extern "C" fn dashrank_model_head_name(
     needed: *mut usize,
 ) -> dashrank_status {
     guard(|| {
-        let m = unsafe { try_ref(model, "model") }?;
-        let head = head_at(&m.model, index)?;
+        let m = unsafe { try_handle(model, "model") }?;
+        let head = head_at(m, index)?;
         unsafe { write_str(&head.name, buf, len, needed) }
     })
 }
@@ -211,9 +217,9 @@ pub unsafe extern "C" fn dashrank_model_head_polarity(
     out: *mut u32,
 ) -> dashrank_status {
     guard(|| {
-        let m = unsafe { try_ref(model, "model") }?;
+        let m = unsafe { try_handle(model, "model") }?;
         let out = unsafe { try_mut(out, "out") }?;
-        *out = match head_at(&m.model, index)?.polarity {
+        *out = match head_at(m, index)?.polarity {
             ScorePolarity::LowerIsBetter => DASHRANK_POLARITY_LOWER_IS_BETTER,
             ScorePolarity::HigherIsBetter => DASHRANK_POLARITY_HIGHER_IS_BETTER,
         };
@@ -231,8 +237,8 @@ pub unsafe extern "C" fn dashrank_model_describe(
     needed: *mut usize,
 ) -> dashrank_status {
     guard(|| {
-        let m = unsafe { try_ref(model, "model") }?;
-        let info = m.model.info();
+        let m = unsafe { try_handle(model, "model") }?;
+        let info = m.info();
         let text = format!(
             "{}: {} (backend {}, {} heads)",
             info.family,

@@ -2,8 +2,9 @@
 
 use crate::CostModel;
 
-use super::boundary::{check_capacity, guard, try_ref, try_slice_mut, write_opt, Failure};
+use super::boundary::{check_capacity, guard, try_slice_mut, write_opt, Failure};
 use super::candidates::dashrank_candidates;
+use super::handle::try_handle;
 use super::matrix::dashrank_matrix;
 use super::model::dashrank_model;
 use super::status::dashrank_status;
@@ -25,14 +26,14 @@ pub unsafe extern "C" fn dashrank_score(
     out_n: *mut usize,
 ) -> dashrank_status {
     guard(|| {
-        let m = unsafe { try_ref(model, "model") }?;
-        let x = unsafe { try_ref(matrix, "matrix") }?;
-        let c = unsafe { try_ref(candidates, "candidates") }?;
-        let n = c.set.len();
+        let m = unsafe { try_handle(model, "model") }?;
+        let x = unsafe { try_handle(matrix, "matrix") }?;
+        let c = unsafe { try_handle(candidates, "candidates") }?;
+        let n = c.len();
         unsafe { write_opt(out_n, n) };
         let scores = unsafe { try_slice_mut(scores, len, "scores") }?;
         check_capacity("scores", len, n)?;
-        m.model.score_into(&x.embedding, &c.set, &mut scores[..n])?;
+        m.score_into(&x.embedding, c, &mut scores[..n])?;
         Ok(())
     })
 }
@@ -57,16 +58,16 @@ pub unsafe extern "C" fn dashrank_top_k(
     out_n: *mut usize,
 ) -> dashrank_status {
     guard(|| {
-        let m = unsafe { try_ref(model, "model") }?;
-        let x = unsafe { try_ref(matrix, "matrix") }?;
-        let c = unsafe { try_ref(candidates, "candidates") }?;
+        let m = unsafe { try_handle(model, "model") }?;
+        let x = unsafe { try_handle(matrix, "matrix") }?;
+        let c = unsafe { try_handle(candidates, "candidates") }?;
         let indices = unsafe { try_slice_mut(indices, len, "indices") }?;
         let scores = if scores.is_null() {
             None
         } else {
             Some(unsafe { try_slice_mut(scores, len, "scores") }?)
         };
-        let best = m.model.top_k(&x.embedding, &c.set, k)?;
+        let best = m.top_k(&x.embedding, c, k)?;
         unsafe { write_opt(out_n, best.len()) };
         check_capacity("indices", len, best.len())?;
         for (slot, r) in indices.iter_mut().zip(&best) {

@@ -38,6 +38,8 @@ pub enum dashrank_status {
     // === 3xx: schedules ===
     /// A candidate schedule failed to parse or validate (per-candidate status).
     Schedule = 300,
+    /// The target has no schedule space for that kernel (SPADE or SparseTIR with SpMV).
+    UnsupportedKernel = 301,
 
     // === 4xx: execution ===
     /// The dense-graph executor failed.
@@ -91,6 +93,7 @@ impl dashrank_status {
             Self::UnsupportedVersion => "unsupported bundle format version",
             Self::UnknownHead => "the model has no head of that name",
             Self::Schedule => "invalid schedule",
+            Self::UnsupportedKernel => "the target has no schedule space for that kernel",
             Self::Executor => "dense-graph execution failed",
             Self::BackendUnavailable => "backend unavailable",
             Self::Featurizer => "featurizer failed",
@@ -117,11 +120,13 @@ impl dashrank_status {
             ErrorKind::Executor { .. } => Self::Executor,
             ErrorKind::BackendUnavailable { .. } => Self::BackendUnavailable,
             ErrorKind::InvalidArgument { .. } => Self::InvalidArgument,
+            ErrorKind::UnknownHead { .. } => Self::UnknownHead,
+            ErrorKind::UnsupportedKernel { .. } => Self::UnsupportedKernel,
         }
     }
 }
 
-const ALL_STATUSES: [dashrank_status; 18] = [
+const ALL_STATUSES: [dashrank_status; 19] = [
     dashrank_status::Ok,
     dashrank_status::Pattern,
     dashrank_status::Io,
@@ -129,6 +134,7 @@ const ALL_STATUSES: [dashrank_status; 18] = [
     dashrank_status::UnsupportedVersion,
     dashrank_status::UnknownHead,
     dashrank_status::Schedule,
+    dashrank_status::UnsupportedKernel,
     dashrank_status::Executor,
     dashrank_status::BackendUnavailable,
     dashrank_status::Featurizer,

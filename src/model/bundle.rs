@@ -2,16 +2,20 @@
 //!
 //! Implements `docs/bundle-format.md`: every file is decoded, its `metadata_props` read and
 //! checked (format version window, role, family), weights converted to f32 (FLOAT16 through
-//! `half`) and checked finite. Nothing here executes anything.
+//! `half`) and checked finite. The manifest and the provenance hashes are checked by
+//! [`super::integrity`]. Nothing here executes anything.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use prost::Message;
 
+use super::bundle_dir::{check_in_memory_sizes, list_bundle_files, read_bundle_file};
 use super::info::check_format_version;
+use super::integrity::{sha256_hex, Manifest, MANIFEST_FILE};
+use super::limits::{scan_model_proto, BundleLimits};
 use super::onnx_proto::{attribute_type, data_type, ModelProto, TensorProto, ValueInfoProto};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::featurize::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
 
 /// The role of one bundle file.
@@ -60,11 +64,21 @@ pub(crate) struct BundleFile {
     pub proto: ModelProto,
     /// The original bytes, handed to the executor for dense graphs.
     pub bytes: Vec<u8>,
+    /// SHA-256 of `bytes`, lowercase hex (checked against the manifest).
+    pub sha256: String,
 }
 
 impl BundleFile {
-    /// Decodes one file and reads its common metadata.
-    pub(crate) fn decode(origin: &str, bytes: Vec<u8>) -> Result<Self> {
+    /// Decodes one file (whose SHA-256 is `sha256`) and reads its common metadata; the
+    /// protobuf is pre-scanned against `limits` before anything is decoded.
+    pub(crate) fn decode(
+        origin: &str,
+        bytes: Vec<u8>,
+        sha256: String,
+        limits: &BundleLimits,
+    ) -> Result<Self> {
+        scan_model_proto(&bytes, limits)
+            .map_err(|reason| Error::bundle(origin.to_string(), reason))?;
         let proto = ModelProto::decode(bytes.as_slice()).map_err(|e| {
             Error::bundle(
                 origin.to_string(),
@@ -97,6 +111,7 @@ impl BundleFile {
             metadata,
             proto,
             bytes,
+            sha256,
         };
         file.require("dashrank.family")?;
         file.check_initializers_finite()?;
@@ -116,7 +131,7 @@ impl BundleFile {
         self.metadata.get(key).map(String::as_str)
     }
 
-    fn graph(&self) -> &super::onnx_proto::GraphProto {
+    pub(crate) fn graph(&self) -> &super::onnx_proto::GraphProto {
         // `decode` rejected files without a graph.
         self.proto.graph.as_ref().unwrap_or_else(|| unreachable!())
     }
@@ -262,7 +277,10 @@ pub(crate) fn tensor_to_f32(t: &TensorProto, origin: &str) -> Result<TensorSpec>
             usize::try_from(d).map_err(|_| Error::bundle(key(), format!("negative dimension {d}")))
         })
         .collect::<Result<Vec<_>>>()?;
-    let expected: usize = dims.iter().product();
+    let expected = dims
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| Error::bundle(key(), format!("dims {dims:?} overflow the address space")))?;
     let data: Vec<f32> = match t.data_type {
         data_type::FLOAT if !t.raw_data.is_empty() => {
             check_raw_len(t, expected, 4, &key)?;
@@ -322,14 +340,14 @@ fn check_raw_len(
     width: usize,
     key: &dyn Fn() -> String,
 ) -> Result<()> {
-    if t.raw_data.len() != expected * width {
+    if Some(t.raw_data.len()) != expected.checked_mul(width) {
         return Err(Error::bundle(
             key(),
             format!(
                 "raw_data holds {} bytes, dims {:?} need {}",
                 t.raw_data.len(),
                 t.dims,
-                expected * width
+                expected.saturating_mul(width)
             ),
         ));
     }
@@ -343,44 +361,48 @@ pub(crate) struct Bundle {
     pub matrix_embedder: BundleFile,
     /// (head name, schedule embedder, predictor), sorted by head name.
     pub heads: Vec<(String, BundleFile, BundleFile)>,
-    /// FNV-1a over all file bytes in name order.
+    /// FNV-1a over all `.onnx` file bytes in name order.
     pub content_hash: u64,
+    /// The parsed `manifest.json`, if the bundle has one (checked by `integrity::verify`).
+    pub manifest: Option<Manifest>,
 }
 
 impl Bundle {
-    /// Reads every `*.onnx` file of a bundle directory.
-    pub(crate) fn read_dir(dir: &Path) -> Result<Self> {
-        let entries = std::fs::read_dir(dir).map_err(|e| Error::io(Some(dir.to_path_buf()), e))?;
-        let mut paths: Vec<PathBuf> = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io(Some(dir.to_path_buf()), e))?;
-            let path = entry.path();
-            if path.extension().is_some_and(|e| e == "onnx") {
-                paths.push(path);
+    /// Reads every `*.onnx` file of a bundle directory (see `bundle_dir::list_bundle_files`
+    /// for which entries count and the symlink rule), within `limits`.
+    pub(crate) fn read_dir(dir: &Path, limits: &BundleLimits) -> Result<Self> {
+        let entries = list_bundle_files(dir, limits)?;
+        let mut files = Vec::with_capacity(entries.len());
+        let mut total = 0u64;
+        for entry in &entries {
+            let bytes = read_bundle_file(entry, limits)?;
+            total = total.saturating_add(bytes.len() as u64);
+            if total > limits.max_bundle_bytes {
+                return Err(Error::bundle(
+                    entry.name.clone(),
+                    format!(
+                        "the bundle's files exceed BundleLimits::max_bundle_bytes = {} bytes",
+                        limits.max_bundle_bytes
+                    ),
+                ));
             }
+            files.push((entry.name.clone(), bytes));
         }
-        paths.sort();
-        let mut files = Vec::with_capacity(paths.len());
-        for path in paths {
-            let bytes = std::fs::read(&path).map_err(|e| Error::io(Some(path.clone()), e))?;
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            files.push((name, bytes));
-        }
-        if files.is_empty() {
-            return Err(Error::bundle(
-                dir.display().to_string(),
-                "no .onnx files found: a bundle is a directory of ONNX files",
-            ));
-        }
-        Self::from_files(files)
+        Self::from_files(files, limits)
     }
 
-    /// Groups in-memory files `(name, bytes)` by role and checks the bundle is complete.
-    pub(crate) fn from_files(mut files: Vec<(String, Vec<u8>)>) -> Result<Self> {
+    /// Groups in-memory files `(name, bytes)` by role and checks the bundle is complete. A
+    /// file named `manifest.json` is the manifest; every other file is an ONNX bundle file.
+    pub(crate) fn from_files(
+        mut files: Vec<(String, Vec<u8>)>,
+        limits: &BundleLimits,
+    ) -> Result<Self> {
+        check_in_memory_sizes(&files, limits)?;
         files.sort_by(|a, b| a.0.cmp(&b.0));
+        let manifest = match files.iter().position(|(name, _)| name == MANIFEST_FILE) {
+            Some(i) => Some(Manifest::parse(&files.remove(i).1)?),
+            None => None,
+        };
         let mut hash = Fnv64::new();
         let mut featurizer = None;
         let mut matrix_embedder = None;
@@ -389,7 +411,19 @@ impl Bundle {
         for (name, bytes) in files {
             hash.write(name.as_bytes());
             hash.write(&bytes);
-            let file = BundleFile::decode(&name, bytes)?;
+            let sha256 = sha256_hex(&bytes);
+            let corrupt = manifest
+                .as_ref()
+                .is_some_and(|m| !m.matches(&name, bytes.len(), &sha256));
+            let file = BundleFile::decode(&name, bytes, sha256, limits).map_err(|e| match e.kind() {
+                ErrorKind::Bundle { key, reason } if corrupt => Error::bundle(
+                    key.clone(),
+                    format!(
+                        "{reason} (the file differs from {MANIFEST_FILE}: corrupted or modified after export)"
+                    ),
+                ),
+                _ => e,
+            })?;
             let slot_taken = |what: &str, other: &BundleFile| {
                 Error::bundle(
                     file.origin.clone(),
@@ -477,6 +511,7 @@ impl Bundle {
             matrix_embedder,
             heads,
             content_hash: hash.finish(),
+            manifest,
         })
     }
 }

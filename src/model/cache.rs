@@ -16,6 +16,7 @@ struct Inner {
     conv_features: Vec<f32>,
     pattern_hash: u64,
     model_hash: u64,
+    model_instance: u64,
 }
 
 impl MatrixEmbedding {
@@ -24,12 +25,14 @@ impl MatrixEmbedding {
         conv_features: Vec<f32>,
         pattern_hash: u64,
         model_hash: u64,
+        model_instance: u64,
     ) -> Self {
         Self(Arc::new(Inner {
             values,
             conv_features,
             pattern_hash,
             model_hash,
+            model_instance,
         }))
     }
 
@@ -51,6 +54,12 @@ impl MatrixEmbedding {
     /// Content hash of the model that computed it.
     pub fn model_hash(&self) -> u64 {
         self.0.model_hash
+    }
+
+    /// The loaded model instance that computed it: only that instance accepts it (two
+    /// models loaded from the same files are different instances).
+    pub(crate) fn model_instance(&self) -> u64 {
+        self.0.model_instance
     }
 }
 
@@ -110,7 +119,7 @@ mod tests {
     #[test]
     fn lru_evicts_least_recent() {
         let c = MatrixCache::new(2);
-        let e = |v: f32| MatrixEmbedding::new(vec![v], vec![], 0, 0);
+        let e = |v: f32| MatrixEmbedding::new(vec![v], vec![], 0, 0, 0);
         c.insert(1, e(1.0));
         c.insert(2, e(2.0));
         assert!(c.get(1).is_some()); // 1 is now most recent

@@ -3,47 +3,67 @@
 //!
 //! [`Model`] is immutable after loading and `Send + Sync`; every method takes `&self`. The
 //! ranking API ([`crate::rank::CostModel`]) is implemented on it.
+//!
+//! The dense graphs run on the native engine (`native`, the default: folded layers compiled
+//! at load, see its module docs) or on an `ort` backend ([`Backend`]); [`ModelInfo::engines`]
+//! says which engine runs each graph.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ndarray::{Array2, ArrayView2};
+use ndarray::Array2;
 
 use crate::error::{Error, Result};
 use crate::featurize::{FeaturizeOptions, FeaturizerGraph};
-use crate::pattern::CsrPattern;
 use crate::schedule::Schema;
 use crate::simd::SimdLevel;
 
 mod bundle;
+mod bundle_dir;
 mod cache;
 pub mod executor;
 pub mod info;
+mod integrity;
+mod limits;
+mod native;
 mod onnx_proto;
+mod run;
 
-use bundle::Bundle;
+use bundle::{Bundle, BundleFile};
 use cache::MatrixCache;
 pub use cache::MatrixEmbedding;
 pub use executor::Backend;
 use executor::DenseGraph;
 pub use info::{
-    HeadInfo, Kernel, ModelInfo, ScorePolarity, ShapeFeature, ShapeNormalization, Target,
-    MAX_FORMAT_VERSION, MIN_FORMAT_VERSION,
+    GraphEngine, HeadCost, HeadInfo, Kernel, ModelInfo, ScorePolarity, ShapeFeature,
+    ShapeNormalization, Target, MAX_FORMAT_VERSION, MIN_FORMAT_VERSION,
 };
+pub use integrity::{BundleIntegrity, ManifestEntry};
+pub use limits::{
+    BundleLimits, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_MAX_FILES, DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_PROTO_ELEMENTS, DEFAULT_MAX_TENSOR_ELEMENTS, MAX_PROTO_DEPTH,
+};
+use native::{Exec, NativeHead, NativeMatrixEmbedder};
+pub(crate) use run::Prepared;
 
 /// Options for [`Model::load`].
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
-    /// Engine for the dense ONNX graphs.
+    /// Engine for the dense graphs; [`Backend::Native`] by default.
     pub backend: Backend,
+    /// With [`Backend::Native`]: the `ort` backend for graphs the native engine does not
+    /// recognise (foreign exporters). `None` makes such a graph a load error.
+    /// [`Backend::default_fallback`] by default (tract when compiled in).
+    pub fallback: Option<Backend>,
     /// Threads for the featurizer and the dense graphs; `None` uses all cores.
     pub threads: Option<usize>,
     /// How many matrix embeddings to keep (keyed by pattern hash); 0 disables the cache.
     pub matrix_cache_capacity: usize,
-    /// Run the dense graphs with one intra-op thread, so that scores are bit-identical on any
-    /// machine load and thread count. The featurizer and top-k are deterministic either way
-    /// (fixed accumulation order, ties broken by index); this pins the ONNX backend, whose
-    /// multi-threaded kernels may split reductions differently. Default `false`.
+    /// Run `ort` graphs with one intra-op thread, so that their scores are bit-identical on
+    /// any machine load and thread count. The native engine and the featurizer are
+    /// deterministic either way (fixed accumulation orders, ties broken by index). Default
+    /// `false`.
     pub deterministic: bool,
     /// Instruction-set level of the native kernels (featurizer, dense heads); `None` uses
     /// [`SimdLevel::best`]. Every level gives bit-identical results (see [`crate::simd`]);
@@ -53,31 +73,56 @@ pub struct LoadOptions {
     /// more fails with [`ErrorKind::Featurize`](crate::ErrorKind::Featurize) (see
     /// [`FeaturizeOptions::memory_budget`]). Default 4 GiB; `usize::MAX` disables it.
     pub featurize_memory_budget: usize,
+    /// Limits on the bundle's files (sizes, protobuf contents); see [`BundleLimits`].
+    pub limits: BundleLimits,
+    /// Load heads whose recorded provenance (the featurizer and mapper hashes they were
+    /// trained with) differs from the bundle's: for experts who know the mix is intended. Each
+    /// mismatch is logged as a warning and listed in [`BundleIntegrity::provenance_overrides`].
+    /// Corrupted or edited files are refused either way. Default `false`.
+    pub allow_provenance_mismatch: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
         Self {
             backend: Backend::default(),
+            fallback: Backend::default_fallback(),
             threads: None,
             matrix_cache_capacity: 64,
             deterministic: false,
             simd: None,
             featurize_memory_budget: FeaturizeOptions::DEFAULT_MEMORY_BUDGET,
+            limits: BundleLimits::default(),
+            allow_provenance_mismatch: false,
         }
     }
 }
 
-/// Rows per predictor call: bounds the memory of one call on huge candidate sets.
-const PREDICT_CHUNK: usize = 8192;
+/// How a head's dense graphs run.
+#[derive(Debug)]
+pub(crate) enum HeadExec {
+    /// Folded native program.
+    Native(NativeHead),
+    /// The two graphs on `ort`.
+    Ort {
+        schedule_embedder: Box<dyn DenseGraph>,
+        predictor: Box<dyn DenseGraph>,
+    },
+}
 
-/// One head: the schema, schedule embedder and predictor for a (target, kernel).
+/// One head: the schema and the executor of a (target, kernel).
 #[derive(Debug)]
 pub(crate) struct Head {
     pub info: HeadInfo,
     pub schema: Schema,
-    schedule_embedder: Box<dyn DenseGraph>,
-    predictor: Box<dyn DenseGraph>,
+    pub exec: HeadExec,
+}
+
+/// How the matrix embedder runs.
+#[derive(Debug)]
+enum MatrixEmbedderExec {
+    Native(NativeMatrixEmbedder),
+    Ort(Box<dyn DenseGraph>),
 }
 
 /// A loaded cost model.
@@ -105,149 +150,216 @@ pub struct Model {
     info: ModelInfo,
     featurizer: FeaturizerGraph,
     featurize_options: FeaturizeOptions,
-    matrix_embedder: Box<dyn DenseGraph>,
+    matrix_embedder: MatrixEmbedderExec,
     heads: Vec<Head>,
     cache: MatrixCache,
+    /// Unique per loaded model in this process: embeddings and candidate sets are only
+    /// accepted by the model instance that made them.
+    instance: u64,
+    exec: Exec,
+    /// Pool for the dense layers when `threads` is `Some(n ≥ 2)`.
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
+/// The engine report of one graph.
+fn engine(file: &BundleFile, name: &str, note: Option<String>) -> GraphEngine {
+    GraphEngine {
+        file: file.origin.clone(),
+        engine: name.to_string(),
+        note,
+    }
+}
+
+/// Options resolved for building `ort` graphs.
+struct OrtSetup<'a> {
+    backend: Option<&'a Backend>,
+    threads: Option<usize>,
+}
+
+impl OrtSetup<'_> {
+    /// Builds `file` on `ort`, or explains why the native engine could not run it and no
+    /// fallback is available.
+    fn build(
+        &self,
+        file: &BundleFile,
+        output: &str,
+        why: Option<&(String, String)>,
+    ) -> Result<(Box<dyn DenseGraph>, GraphEngine)> {
+        let Some(backend) = self.backend else {
+            let (location, reason) = why
+                .cloned()
+                .unwrap_or_else(|| (file.origin.clone(), "unknown".into()));
+            return Err(Error::bundle(
+                location,
+                format!(
+                    "the native engine does not run this graph ({reason}) and no ort fallback is \
+                     configured (build with feature `tract`, or set LoadOptions::fallback)"
+                ),
+            ));
+        };
+        let graph =
+            executor::build_graph(backend, &file.origin, &file.bytes, output, self.threads)?;
+        let note = why.map(|(location, reason)| format!("not native: {location}: {reason}"));
+        Ok((graph, engine(file, backend.name(), note)))
+    }
 }
 
 impl Model {
     /// Loads a bundle directory (see `docs/bundle-format.md`).
     pub fn load(dir: impl AsRef<Path>, options: &LoadOptions) -> Result<Self> {
-        let bundle = Bundle::read_dir(dir.as_ref())?;
+        let bundle = Bundle::read_dir(dir.as_ref(), &options.limits)?;
         Self::from_bundle(bundle, options)
     }
 
     /// Loads a bundle from in-memory files `(file name, bytes)`.
     pub fn from_files(files: Vec<(String, Vec<u8>)>, options: &LoadOptions) -> Result<Self> {
-        Self::from_bundle(Bundle::from_files(files)?, options)
+        Self::from_bundle(Bundle::from_files(files, &options.limits)?, options)
     }
 
     fn from_bundle(bundle: Bundle, options: &LoadOptions) -> Result<Self> {
+        let integrity = integrity::verify(&bundle, options.allow_provenance_mismatch)?;
         let f = &bundle.featurizer;
         let featurizer = FeaturizerGraph::from_spec(&f.featurizer_spec()?)?;
         let featurizer_dim = featurizer.output_dim();
-
-        let me = &bundle.matrix_embedder;
-        me.expect_io(&["conv_features", "shape_features"], &["matrix_embedding"])?;
-        let shape_normalization =
-            ShapeNormalization::from_json(me.require("dashrank.shape_normalization")?)?;
-        if let Some(d) = me.last_dim("conv_features") {
-            if d != featurizer_dim {
-                return Err(Error::bundle(
-                    format!("{}: conv_features", me.origin),
-                    format!("declares width {d} but the featurizer produces {featurizer_dim}"),
-                ));
-            }
-        }
-        if let Some(d) = me.last_dim("shape_features") {
-            if d != shape_normalization.features.len() {
-                return Err(Error::bundle(
-                    format!("{}: shape_features", me.origin),
-                    format!(
-                        "declares width {d} but dashrank.shape_normalization lists {} features",
-                        shape_normalization.features.len()
-                    ),
-                ));
-            }
-        }
         let simd = match options.simd {
             Some(level) => level.require()?,
             None => SimdLevel::best(),
         };
+        if options.threads == Some(0) {
+            return Err(Error::invalid_argument("threads must be at least 1"));
+        }
         let featurize_options = FeaturizeOptions {
             threads: options.threads,
             simd,
             memory_budget: options.featurize_memory_budget,
             ..FeaturizeOptions::default()
         };
-        // Intra-op threads of the dense graphs.
-        let threads = if options.deterministic {
-            Some(1)
-        } else {
-            options.threads
+        let native = options.backend == Backend::Native;
+        if matches!(options.fallback, Some(Backend::Native)) {
+            return Err(Error::invalid_argument(
+                "LoadOptions::fallback must be an ort backend (tract or onnxruntime), not native",
+            ));
+        }
+        let ort = OrtSetup {
+            backend: if native {
+                options.fallback.as_ref()
+            } else {
+                Some(&options.backend)
+            },
+            // Intra-op threads of the ort graphs.
+            threads: if options.deterministic {
+                Some(1)
+            } else {
+                options.threads
+            },
         };
-        let backend = &options.backend;
-        let matrix_embedder =
-            executor::build_graph(backend, &me.origin, &me.bytes, "matrix_embedding", threads)?;
+        let mut engines = Vec::new();
 
-        // Probe the matrix embedder once to learn its width.
-        let probe_conv = Array2::<f32>::zeros((1, featurizer_dim));
-        let probe_shape = Array2::<f32>::zeros((1, shape_normalization.features.len()));
-        let probe = matrix_embedder.run(&[
-            ("conv_features", probe_conv.view()),
-            ("shape_features", probe_shape.view()),
-        ])?;
-        let matrix_embedding_dim = probe.ncols();
+        let me = &bundle.matrix_embedder;
+        me.expect_io(&["conv_features", "shape_features"], &["matrix_embedding"])?;
+        let shape_normalization =
+            ShapeNormalization::from_json(me.require("dashrank.shape_normalization")?)?;
+        let n_shape = shape_normalization.features.len();
+        for (input, width, what) in [
+            ("conv_features", featurizer_dim, "the featurizer produces"),
+            (
+                "shape_features",
+                n_shape,
+                "dashrank.shape_normalization lists",
+            ),
+        ] {
+            if let Some(d) = me.last_dim(input) {
+                if d != width {
+                    return Err(Error::bundle(
+                        format!("{}: {input}", me.origin),
+                        format!("declares width {d} but {what} {width}"),
+                    ));
+                }
+            }
+        }
+        let mut why = None;
+        let matrix_embedder = if native {
+            match NativeMatrixEmbedder::compile(me, featurizer_dim, n_shape)? {
+                Ok(n) => {
+                    engines.push(engine(me, "native", None));
+                    Some(MatrixEmbedderExec::Native(n))
+                }
+                Err(u) => {
+                    why = Some(u);
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let matrix_embedder = match matrix_embedder {
+            Some(m) => m,
+            None => {
+                let (g, e) = ort.build(me, "matrix_embedding", why.as_ref())?;
+                engines.push(e);
+                MatrixEmbedderExec::Ort(g)
+            }
+        };
+        let matrix_embedding_dim = match &matrix_embedder {
+            MatrixEmbedderExec::Native(n) => n.width(),
+            MatrixEmbedderExec::Ort(g) => {
+                let probe_conv = Array2::<f32>::zeros((1, featurizer_dim));
+                let probe_shape = Array2::<f32>::zeros((1, n_shape));
+                g.run(&[
+                    ("conv_features", probe_conv.view()),
+                    ("shape_features", probe_shape.view()),
+                ])?
+                .ncols()
+            }
+        };
 
         let mut heads = Vec::with_capacity(bundle.heads.len());
         for (name, se, pr) in &bundle.heads {
-            se.expect_io(&["schedule"], &["schedule_embedding"])?;
-            pr.expect_io(&["matrix_embedding", "schedule_embedding"], &["score"])?;
-            let kernel = se.require("dashrank.kernel")?.parse::<Kernel>()?;
-            let target = se.require("dashrank.target")?.parse::<Target>()?;
-            for (key, value) in [
-                ("dashrank.kernel", kernel.as_str()),
-                ("dashrank.target", target.as_str()),
-            ] {
-                let theirs = pr.require(key)?;
-                if theirs != value {
-                    return Err(Error::bundle(
-                        format!("{}: {key}", pr.origin),
-                        format!("'{theirs}' disagrees with the schedule embedder's '{value}'"),
-                    ));
+            let (info, schema) = head_info(name, se, pr)?;
+            let mut why = None;
+            let mut exec = None;
+            if native {
+                match NativeHead::compile(se, pr, &schema, matrix_embedding_dim)? {
+                    Ok(h) => {
+                        engines.push(engine(se, "native", None));
+                        engines.push(engine(pr, "native", None));
+                        exec = Some(HeadExec::Native(h));
+                    }
+                    Err(u) => why = Some(u),
                 }
             }
-            let polarity = pr
-                .require("dashrank.score_polarity")?
-                .parse::<ScorePolarity>()?;
-            let schema = Schema::from_json(se.require("dashrank.schedule_schema")?)?;
-            let width = schema.encoded_width();
-            if let Some(d) = se.last_dim("schedule") {
-                if d != width {
-                    return Err(Error::bundle(
-                        format!("{}: schedule", se.origin),
-                        format!("graph input has width {d} but the schema encodes {width} columns"),
-                    ));
-                }
-            }
-            let schedule_embedder = executor::build_graph(
-                backend,
-                &se.origin,
-                &se.bytes,
-                "schedule_embedding",
-                threads,
-            )?;
-            let predictor =
-                executor::build_graph(backend, &pr.origin, &pr.bytes, "score", threads)?;
-            let probe_rows = Array2::<f32>::zeros((1, width));
-            let sched_dim = schedule_embedder
-                .run(&[("schedule", probe_rows.view())])?
-                .ncols();
-            let probe_s = Array2::<f32>::zeros((1, sched_dim));
-            let probe_score = predictor.run(&[
-                ("matrix_embedding", probe.view()),
-                ("schedule_embedding", probe_s.view()),
-            ])?;
-            if probe_score.dim() != (1, 1) {
-                return Err(Error::bundle(
-                    format!("{}: score", pr.origin),
-                    format!("predictor must output [N, 1], got {:?}", probe_score.dim()),
-                ));
-            }
+            let exec = match exec {
+                Some(e) => e,
+                None => ort_head(
+                    &ort,
+                    se,
+                    pr,
+                    &schema,
+                    matrix_embedding_dim,
+                    why,
+                    &mut engines,
+                )?,
+            };
+            let schedule_embedding_dim = match &exec {
+                HeadExec::Native(h) => h.embedding_width(),
+                HeadExec::Ort {
+                    schedule_embedder, ..
+                } => probe_width(schedule_embedder.as_ref(), schema.encoded_width())?,
+            };
+            let cost = match &exec {
+                HeadExec::Native(h) => Some(h.cost()),
+                HeadExec::Ort { .. } => None,
+            };
             heads.push(Head {
                 info: HeadInfo {
-                    name: name.clone(),
-                    kernel,
-                    target,
-                    polarity,
-                    score_meaning: pr.get("dashrank.score_meaning").unwrap_or("").to_string(),
-                    schema_name: schema.name().to_string(),
-                    schedule_width: width,
-                    schedule_embedding_dim: sched_dim,
+                    schedule_embedding_dim,
+                    cost,
+                    ..info
                 },
                 schema,
-                schedule_embedder,
-                predictor,
+                exec,
             });
         }
 
@@ -259,17 +371,30 @@ impl Model {
             matrix_embedding_dim,
             shape_normalization,
             heads: heads.iter().map(|h| h.info.clone()).collect(),
-            backend: backend.name().to_string(),
+            backend: options.backend.name().to_string(),
+            engines,
             simd,
             content_hash: bundle.content_hash,
+            integrity,
         };
         log::info!(
-            "loaded {} model '{}' ({} heads, backend {})",
+            "loaded {} model '{}' ({} heads, backend {}, SIMD {})",
             info.family,
             info.model_name,
             info.heads.len(),
-            info.backend
+            info.backend,
+            simd
         );
+        let pool = match options.threads {
+            Some(n) if n >= 2 => Some(Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .thread_name(|i| format!("dashrank-dense-{i}"))
+                    .build()
+                    .map_err(|e| Error::invalid_argument(format!("thread pool: {e}")))?,
+            )),
+            _ => None,
+        };
         Ok(Self {
             info,
             featurizer,
@@ -277,6 +402,12 @@ impl Model {
             matrix_embedder,
             heads,
             cache: MatrixCache::new(options.matrix_cache_capacity),
+            instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
+            exec: Exec {
+                level: simd,
+                parallel: options.threads != Some(1),
+            },
+            pool,
         })
     }
 
@@ -290,129 +421,112 @@ impl Model {
         Ok(&self.head(head)?.schema)
     }
 
+    /// The head `name` ([`ModelInfo::head_index`]: `info.heads` and `heads` share one order).
     pub(crate) fn head(&self, name: &str) -> Result<&Head> {
-        self.heads
-            .iter()
-            .find(|h| h.info.name == name)
-            .ok_or_else(|| {
-                Error::invalid_argument(format!(
-                    "model has no head '{name}' (heads: {})",
-                    self.heads
-                        .iter()
-                        .map(|h| h.info.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })
+        Ok(self.head_at(self.head_index(name)?))
     }
 
     pub(crate) fn head_index(&self, name: &str) -> Result<usize> {
-        let head = self.head(name)?;
-        Ok(self
-            .heads
-            .iter()
-            .position(|h| std::ptr::eq(h, head))
-            .unwrap_or_default())
+        self.info.head_index(name)
     }
 
     pub(crate) fn head_at(&self, index: usize) -> &Head {
         &self.heads[index]
     }
 
-    /// Runs the featurizer alone: the pooled conv features of a pattern.
-    pub fn conv_features(&self, pattern: &CsrPattern) -> Result<Vec<f32>> {
-        self.featurizer.run(pattern, &self.featurize_options)
+    /// This model instance's identity (see [`MatrixEmbedding`]).
+    pub(crate) fn instance(&self) -> u64 {
+        self.instance
     }
+}
 
-    /// Computes a matrix embedding, using the cache when enabled.
-    pub(crate) fn embed_matrix_cached(&self, pattern: &CsrPattern) -> Result<MatrixEmbedding> {
-        let key = pattern.content_hash();
-        if let Some(hit) = self.cache.get(key) {
-            return Ok(hit);
-        }
-        let conv = self.conv_features(pattern)?;
-        let shape =
-            self.info
-                .shape_normalization
-                .apply(pattern.nrows(), pattern.ncols(), pattern.nnz());
-        let conv_view = ArrayView2::from_shape((1, conv.len()), &conv)
-            .map_err(|e| Error::executor("matrix_embedder", e.to_string()))?;
-        let shape_view = ArrayView2::from_shape((1, shape.len()), &shape)
-            .map_err(|e| Error::executor("matrix_embedder", e.to_string()))?;
-        let out = self
-            .matrix_embedder
-            .run(&[("conv_features", conv_view), ("shape_features", shape_view)])?;
-        let values: Vec<f32> = out.iter().copied().collect();
-        if let Some(bad) = values.iter().position(|v| !v.is_finite()) {
-            return Err(Error::executor(
-                "matrix_embedder",
-                format!("non-finite matrix embedding at index {bad}"),
+/// Kernel, target, polarity and schema of a head, checked against both files.
+fn head_info(name: &str, se: &BundleFile, pr: &BundleFile) -> Result<(HeadInfo, Schema)> {
+    se.expect_io(&["schedule"], &["schedule_embedding"])?;
+    pr.expect_io(&["matrix_embedding", "schedule_embedding"], &["score"])?;
+    let meta = |g: &BundleFile, key: &str| format!("{}: {key}", g.origin);
+    let kernel: Kernel =
+        info::parse_metadata(&meta(se, "dashrank.kernel"), se.require("dashrank.kernel")?)?;
+    let target: Target =
+        info::parse_metadata(&meta(se, "dashrank.target"), se.require("dashrank.target")?)?;
+    for (key, value) in [
+        ("dashrank.kernel", kernel.as_str()),
+        ("dashrank.target", target.as_str()),
+    ] {
+        let theirs = pr.require(key)?;
+        if theirs != value {
+            return Err(Error::bundle(
+                format!("{}: {key}", pr.origin),
+                format!("'{theirs}' disagrees with the schedule embedder's '{value}'"),
             ));
         }
-        let embedding = MatrixEmbedding::new(values, conv, key, self.info.content_hash);
-        self.cache.insert(key, embedding.clone());
-        Ok(embedding)
     }
+    let polarity: ScorePolarity = info::parse_metadata(
+        &meta(pr, "dashrank.score_polarity"),
+        pr.require("dashrank.score_polarity")?,
+    )?;
+    let schema = Schema::from_json(se.require("dashrank.schedule_schema")?)?;
+    let width = schema.encoded_width();
+    if let Some(d) = se.last_dim("schedule") {
+        if d != width {
+            return Err(Error::bundle(
+                format!("{}: schedule", se.origin),
+                format!("graph input has width {d} but the schema encodes {width} columns"),
+            ));
+        }
+    }
+    let info = HeadInfo {
+        name: name.to_string(),
+        kernel,
+        target,
+        polarity,
+        score_meaning: pr.get("dashrank.score_meaning").unwrap_or("").to_string(),
+        schema_name: schema.name().to_string(),
+        schedule_width: width,
+        schedule_embedding_dim: 0,
+        cost: None,
+    };
+    Ok((info, schema))
+}
 
-    /// Embeds encoded schedule rows `[n, width]` with a head's schedule embedder.
-    pub(crate) fn embed_schedule_rows(
-        &self,
-        head: &Head,
-        rows: ArrayView2<'_, f32>,
-    ) -> Result<Array2<f32>> {
-        if rows.nrows() == 0 {
-            return Ok(Array2::zeros((0, head.info.schedule_embedding_dim)));
-        }
-        let mut out = Array2::<f32>::zeros((rows.nrows(), head.info.schedule_embedding_dim));
-        for (start, chunk) in (0..rows.nrows())
-            .step_by(PREDICT_CHUNK)
-            .zip(rows.axis_chunks_iter(ndarray::Axis(0), PREDICT_CHUNK))
-        {
-            let emb = head.schedule_embedder.run(&[("schedule", chunk)])?;
-            out.slice_mut(ndarray::s![start..start + chunk.nrows(), ..])
-                .assign(&emb);
-        }
-        Ok(out)
+/// A head on `ort`, probed once so that a graph the backend cannot run fails at load.
+fn ort_head(
+    ort: &OrtSetup<'_>,
+    se: &BundleFile,
+    pr: &BundleFile,
+    schema: &Schema,
+    matrix_width: usize,
+    why: Option<(String, String)>,
+    engines: &mut Vec<GraphEngine>,
+) -> Result<HeadExec> {
+    let (schedule_embedder, e1) = ort.build(se, "schedule_embedding", why.as_ref())?;
+    let (predictor, e2) = ort.build(pr, "score", why.as_ref())?;
+    engines.push(e1);
+    engines.push(e2);
+    let sched_dim = probe_width(schedule_embedder.as_ref(), schema.encoded_width())?;
+    let probe_m = Array2::<f32>::zeros((1, matrix_width));
+    let probe_s = Array2::<f32>::zeros((1, sched_dim));
+    let probe_score = predictor.run(&[
+        ("matrix_embedding", probe_m.view()),
+        ("schedule_embedding", probe_s.view()),
+    ])?;
+    if probe_score.dim() != (1, 1) {
+        return Err(Error::bundle(
+            format!("{}: score", pr.origin),
+            format!("predictor must output [N, 1], got {:?}", probe_score.dim()),
+        ));
     }
+    Ok(HeadExec::Ort {
+        schedule_embedder,
+        predictor,
+    })
+}
 
-    /// Scores schedule embeddings against one matrix embedding into `out`.
-    pub(crate) fn predict_into(
-        &self,
-        head: &Head,
-        matrix: &MatrixEmbedding,
-        schedule_embeddings: ArrayView2<'_, f32>,
-        out: &mut [f32],
-    ) -> Result<()> {
-        let n = schedule_embeddings.nrows();
-        debug_assert_eq!(out.len(), n);
-        let m = matrix.values();
-        for (start, chunk) in (0..n)
-            .step_by(PREDICT_CHUNK)
-            .zip(schedule_embeddings.axis_chunks_iter(ndarray::Axis(0), PREDICT_CHUNK))
-        {
-            let rows = chunk.nrows();
-            let tiled = ArrayView2::from_shape((1, m.len()), m)
-                .map_err(|e| Error::executor("predictor", e.to_string()))?
-                .broadcast((rows, m.len()))
-                .ok_or_else(|| Error::executor("predictor", "cannot tile the matrix embedding"))?
-                .to_owned();
-            let scores = head.predictor.run(&[
-                ("matrix_embedding", tiled.view()),
-                ("schedule_embedding", chunk),
-            ])?;
-            if scores.dim() != (rows, 1) {
-                return Err(Error::executor(
-                    head.info.name.clone(),
-                    format!(
-                        "predictor returned shape {:?}, expected ({rows}, 1)",
-                        scores.dim()
-                    ),
-                ));
-            }
-            out[start..start + rows].copy_from_slice(scores.as_slice().unwrap_or(&[]));
-        }
-        Ok(())
-    }
+fn probe_width(schedule_embedder: &dyn DenseGraph, width: usize) -> Result<usize> {
+    let probe_rows = Array2::<f32>::zeros((1, width));
+    Ok(schedule_embedder
+        .run(&[("schedule", probe_rows.view())])?
+        .ncols())
 }
 
 // A compile-time check that the model can be shared between threads.

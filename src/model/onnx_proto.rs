@@ -129,6 +129,7 @@ pub struct TensorProto {
 /// `TensorProto.DataType` values used here.
 pub mod data_type {
     pub const FLOAT: i32 = 1;
+    pub const INT64: i32 = 7;
     pub const FLOAT16: i32 = 10;
     pub const DOUBLE: i32 = 11;
 }

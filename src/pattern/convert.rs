@@ -58,40 +58,39 @@ impl CsrPattern {
         };
         match m.storage() {
             CompressedStorage::CSR => {
-                let mut row_ptr = Vec::with_capacity(nrows + 1);
+                let mut rows = Vec::new();
+                let mut row_start = vec![0];
                 let mut col_idx = Vec::with_capacity(m.nnz());
-                row_ptr.push(0);
                 for o in 0..outer {
                     let r = range(o)?;
                     for pos in r {
                         col_idx.push(conv(indices[pos], pos)?);
                     }
-                    row_ptr.push(col_idx.len());
+                    if col_idx.len() > *row_start.last().unwrap_or(&0) {
+                        // o < nrows <= MAX_DIM fits u32.
+                        rows.push(o as u32);
+                        row_start.push(col_idx.len());
+                    }
                 }
-                Self::new(nrows, ncols, row_ptr, col_idx)
+                Self::from_checked_rows(nrows, ncols, rows, row_start, col_idx)
             }
             CompressedStorage::CSC => {
-                // Counting transpose: columns come out sorted within each row.
-                let mut counts = vec![0usize; nrows + 1];
+                // Coordinates, then sort: work follows the entries, not the row count.
+                let mut coords = Vec::with_capacity(m.nnz());
                 for o in 0..outer {
                     for pos in range(o)? {
-                        counts[conv(indices[pos], pos)? as usize + 1] += 1;
+                        // o < ncols <= MAX_DIM fits u32.
+                        coords.push((conv(indices[pos], pos)?, o as u32));
                     }
                 }
-                for r in 0..nrows {
-                    counts[r + 1] += counts[r];
+                coords.sort_unstable();
+                if let Some(w) = coords.windows(2).find(|w| w[0] == w[1]) {
+                    return Err(Error::pattern(
+                        None,
+                        format!("duplicate column {} in row {}", w[0].1, w[0].0),
+                    ));
                 }
-                let row_ptr = counts.clone();
-                let mut next = counts;
-                let mut col_idx = vec![0u32; row_ptr[nrows]];
-                for o in 0..outer {
-                    for pos in range(o)? {
-                        let r = conv(indices[pos], pos)? as usize;
-                        col_idx[next[r]] = o as u32;
-                        next[r] += 1;
-                    }
-                }
-                Self::new(nrows, ncols, row_ptr, col_idx)
+                Self::from_coordinates(nrows, ncols, coords)
             }
         }
     }
@@ -139,5 +138,31 @@ mod tests {
             e.to_string(),
             "invalid sparsity pattern: duplicate column 1 in row 0"
         );
+        // SAFETY: as above.
+        let bad_csc: CsMat<f64> = unsafe {
+            CsMat::new_unchecked(
+                sprs::CompressedStorage::CSC,
+                (3, 2),
+                vec![0, 0, 2],
+                vec![2, 2],
+                vec![1.0, 1.0],
+            )
+        };
+        let e = CsrPattern::from_sprs(&bad_csc).expect_err("duplicate");
+        assert_eq!(
+            e.to_string(),
+            "invalid sparsity pattern: duplicate column 1 in row 2"
+        );
+    }
+
+    #[test]
+    fn tall_csc_costs_its_entries() {
+        // 2^31 - 1 rows, 2 columns, one entry: no per-row array is ever built.
+        let n = crate::pattern::MAX_DIM;
+        let m: CsMatI<f32, u32, u32> =
+            CsMatI::new_csc((n, 2), vec![0, 0, 1], vec![n as u32 - 1], vec![1.0]);
+        let p = CsrPattern::from_sprs(&m).expect("valid");
+        assert_eq!(p.nonempty_rows(), &[n as u32 - 1]);
+        assert_eq!(p.row(n - 1), &[1]);
     }
 }

@@ -10,17 +10,17 @@
 //! index conversion panics on values that do not fit. We therefore parse the text
 //! ourselves: exact header tokens (case-insensitive, so `skew-symmetric` never matches
 //! `symmetric`), exact token counts per entry line, 1-based indices checked against the
-//! declared size, each error naming its line and token. The (row, col) triplets are then
-//! handed to `sprs::TriMatI` and converted to CSR with `to_csr`, which sorts and merges
-//! duplicate entries; values are dropped.
+//! declared size, each error naming its line and token. The (row, col) coordinates are then
+//! sorted and merged by [`CsrPattern::from_coordinates`], which stores only the non-empty
+//! rows: memory and work follow the entries, not the declared dimensions (sprs' `to_csr`
+//! allocates `rows + 1` row pointers: 16 GiB for a 77-byte file declaring 2^31 − 1 rows).
+//! Values are dropped.
 
 use std::io::BufRead;
 use std::path::Path;
 
-use sprs::TriMatI;
-
-use super::csr::check_dims;
-use super::CsrPattern;
+use super::lines::{not_utf8, Line, Lines};
+use super::{CsrPattern, PatternLimits};
 use crate::error::{Error, Result};
 
 /// Value field of a Matrix Market file: how many value tokens follow each index pair.
@@ -138,14 +138,21 @@ impl CsrPattern {
     /// Reads a Matrix Market file (see
     /// [`from_matrix_market_reader`](Self::from_matrix_market_reader)).
     pub fn read_matrix_market(path: impl AsRef<Path>) -> Result<Self> {
+        Self::read_matrix_market_with(path, &PatternLimits::default())
+    }
+
+    /// [`read_matrix_market`](Self::read_matrix_market) with explicit limits.
+    pub fn read_matrix_market_with(path: impl AsRef<Path>, limits: &PatternLimits) -> Result<Self> {
         let path = path.as_ref();
         let file = std::fs::File::open(path).map_err(|e| Error::io(Some(path.to_path_buf()), e))?;
-        Self::from_matrix_market_reader(std::io::BufReader::new(file)).map_err(|e| match e.kind() {
-            crate::ErrorKind::Io { path: None, reason } => Error::new(crate::ErrorKind::Io {
-                path: Some(path.to_path_buf()),
-                reason: reason.clone(),
-            }),
-            _ => e,
+        Self::from_matrix_market_reader_with(std::io::BufReader::new(file), limits).map_err(|e| {
+            match e.kind() {
+                crate::ErrorKind::Io { path: None, reason } => Error::new(crate::ErrorKind::Io {
+                    path: Some(path.to_path_buf()),
+                    reason: reason.clone(),
+                }),
+                _ => e,
+            }
         })
     }
 
@@ -153,6 +160,12 @@ impl CsrPattern {
     /// `pattern`; symmetry `general`, `symmetric`, `skew-symmetric` or `hermitian`. Header
     /// tokens are matched exactly (case-insensitive). Values are checked for syntax and then
     /// ignored; symmetric kinds expand to both triangles; duplicate entries are merged.
+    ///
+    /// A UTF-8 byte-order mark before the header is skipped, comment lines may hold bytes in
+    /// any encoding (Latin-1 included), and any other line must be UTF-8. Memory grows with
+    /// the entries actually read, never with the declared size; the declared dimensions and
+    /// entry count are checked against [`PatternLimits::default`] (see
+    /// [`from_matrix_market_reader_with`](Self::from_matrix_market_reader_with)).
     ///
     /// Errors carry the 1-based line number.
     ///
@@ -165,21 +178,27 @@ impl CsrPattern {
     /// assert_eq!(p.nnz(), 3); // (1,0), (0,1), (2,2)
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn from_matrix_market_reader(mut reader: impl BufRead) -> Result<Self> {
-        let mut buf = String::new();
-        let mut lineno = 0usize;
-        let mut next_line = |buf: &mut String| -> Result<bool> {
-            buf.clear();
-            let n = reader.read_line(buf).map_err(|e| Error::io(None, e))?;
-            Ok(n > 0)
-        };
+    pub fn from_matrix_market_reader(reader: impl BufRead) -> Result<Self> {
+        Self::from_matrix_market_reader_with(reader, &PatternLimits::default())
+    }
+
+    /// [`from_matrix_market_reader`](Self::from_matrix_market_reader) with explicit limits.
+    pub fn from_matrix_market_reader_with(
+        reader: impl BufRead,
+        limits: &PatternLimits,
+    ) -> Result<Self> {
+        let mut lines = Lines::new(reader, limits.max_line_bytes);
 
         // Header.
-        if !next_line(&mut buf)? {
-            return Err(at(1, "empty input, expected a '%%MatrixMarket' header"));
-        }
-        lineno += 1;
-        let (field, symmetry) = parse_header(&buf, lineno)?;
+        let (field, symmetry) = match lines.next_line()? {
+            None => return Err(at(1, "empty input, expected a '%%MatrixMarket' header")),
+            Some((_, Line::Comment(bytes))) => match std::str::from_utf8(bytes) {
+                Ok(text) => parse_header(text, 1)?,
+                Err(e) => return Err(not_utf8(1, bytes, &e)),
+            },
+            Some((_, Line::Text(text))) => parse_header(text, 1)?,
+            Some((_, Line::Blank)) => parse_header("", 1)?,
+        };
         let n_values = match field {
             Field::Pattern => 0,
             Field::Real | Field::Integer => 1,
@@ -188,18 +207,18 @@ impl CsrPattern {
 
         // Comments and blank lines, then the size line.
         let (nrows, ncols, entries) = loop {
-            if !next_line(&mut buf)? {
-                return Err(at(
-                    lineno + 1,
-                    "end of input before the size line 'rows cols entries'",
-                ));
-            }
-            lineno += 1;
-            let t = buf.trim();
-            if t.is_empty() || t.starts_with('%') {
-                continue;
-            }
-            let toks: Vec<&str> = t.split_whitespace().collect();
+            let last = lines.lineno();
+            let (lineno, text) = match lines.next_line()? {
+                None => {
+                    return Err(at(
+                        last + 1,
+                        "end of input before the size line 'rows cols entries'",
+                    ))
+                }
+                Some((_, Line::Blank | Line::Comment(_))) => continue,
+                Some((n, Line::Text(text))) => (n, text),
+            };
+            let toks: Vec<&str> = text.split_whitespace().collect();
             if toks.len() != 3 {
                 return Err(at(
                     lineno,
@@ -215,72 +234,35 @@ impl CsrPattern {
                 parse_usize(toks[2], "entries", lineno)?,
             );
         };
-        check_dims(nrows, ncols).map_err(|e| match e.kind() {
-            crate::ErrorKind::Pattern { reason, .. } => at(lineno, reason.clone()),
+        let size_line = lines.lineno();
+        let here = |e: Error| match e.kind() {
+            crate::ErrorKind::Pattern { reason, .. } => at(size_line, reason.clone()),
             _ => e,
-        })?;
+        };
+        limits.check_dims(nrows, ncols).map_err(here)?;
+        limits
+            .check_nnz(entries, "the size line declares")
+            .map_err(here)?;
         if symmetry != Symmetry::General && nrows != ncols {
             return Err(at(
-                lineno,
+                size_line,
                 format!("a {symmetry:?} matrix must be square, found {nrows} x {ncols}")
                     .to_lowercase(),
             ));
         }
-        let cap = if symmetry == Symmetry::General {
-            entries
-        } else {
-            2 * entries
-        };
-        let cap = cap.min(1 << 24);
-        let mut rows: Vec<u32> = Vec::with_capacity(cap);
-        let mut cols: Vec<u32> = Vec::with_capacity(cap);
+        // Storage grows with the entries read, not with the declared count.
+        let mut coords: Vec<(u32, u32)> = Vec::with_capacity(entries.min(1 << 12));
 
         let mut found = 0usize;
-        while next_line(&mut buf)? {
-            lineno += 1;
-            let t = buf.trim();
-            if t.is_empty() || t.starts_with('%') {
-                continue;
-            }
+        while let Some((lineno, line)) = lines.next_line()? {
+            let Line::Text(text) = line else { continue };
             if found == entries {
                 return Err(at(
                     lineno,
                     format!("unexpected data after the {entries} declared entries"),
                 ));
             }
-            let mut toks = t.split_whitespace();
-            let mut index = |what: &str, limit: usize| -> Result<u32> {
-                let tok = toks
-                    .next()
-                    .ok_or_else(|| at(lineno, format!("missing {what} index")))?;
-                let v = parse_usize(tok, what, lineno)?;
-                if v == 0 || v > limit {
-                    return Err(at(
-                        lineno,
-                        format!("{what} index {v} is outside 1..={limit}"),
-                    ));
-                }
-                // v - 1 < limit <= MAX_DIM fits u32.
-                Ok((v - 1) as u32)
-            };
-            let r = index("row", nrows)?;
-            let c = index("column", ncols)?;
-            let mut n_found = 0;
-            for tok in toks {
-                n_found += 1;
-                if n_found <= n_values {
-                    check_value(tok, field, lineno)?;
-                }
-            }
-            if n_found != n_values {
-                return Err(at(
-                    lineno,
-                    format!(
-                        "expected {n_values} value token(s) after the indices for a {} matrix, found {n_found}",
-                        format!("{field:?}").to_lowercase()
-                    ),
-                ));
-            }
+            let (r, c) = parse_entry(text, lineno, (nrows, ncols), field, n_values)?;
             if symmetry == Symmetry::SkewSymmetric && r == c {
                 return Err(at(
                     lineno,
@@ -291,24 +273,71 @@ impl CsrPattern {
                     ),
                 ));
             }
-            rows.push(r);
-            cols.push(c);
+            coords.push((r, c));
             if symmetry != Symmetry::General && r != c {
-                rows.push(c);
-                cols.push(r);
+                coords.push((c, r));
             }
+            limits
+                .check_nnz(coords.len(), "the file holds at least")
+                .map_err(|e| match e.kind() {
+                    crate::ErrorKind::Pattern { reason, .. } => at(lineno, reason.clone()),
+                    _ => e,
+                })?;
             found += 1;
         }
         if found != entries {
             return Err(at(
-                lineno + 1,
+                lines.lineno() + 1,
                 format!("end of input after {found} entries, the size line declares {entries}"),
             ));
         }
-        let data = vec![1.0f32; rows.len()];
-        let tri = TriMatI::<f32, u32>::from_triplets((nrows, ncols), rows, cols, data);
-        Self::from_sprs(&tri.to_csr::<usize>())
+        Self::from_coordinates(nrows, ncols, coords)
     }
+}
+
+/// Parses one entry line: 1-based indices checked against the shape, then exactly
+/// `n_values` value tokens of the field's syntax. Returns 0-based `(row, col)`.
+fn parse_entry(
+    text: &str,
+    lineno: usize,
+    (nrows, ncols): (usize, usize),
+    field: Field,
+    n_values: usize,
+) -> Result<(u32, u32)> {
+    let mut toks = text.split_whitespace();
+    let mut index = |what: &str, limit: usize| -> Result<u32> {
+        let tok = toks
+            .next()
+            .ok_or_else(|| at(lineno, format!("missing {what} index")))?;
+        let v = parse_usize(tok, what, lineno)?;
+        if v == 0 || v > limit {
+            return Err(at(
+                lineno,
+                format!("{what} index {v} is outside 1..={limit}"),
+            ));
+        }
+        // v - 1 < limit <= MAX_DIM fits u32.
+        Ok((v - 1) as u32)
+    };
+    let r = index("row", nrows)?;
+    let c = index("column", ncols)?;
+    let mut n_found = 0;
+    for tok in toks {
+        n_found += 1;
+        if n_found <= n_values {
+            check_value(tok, field, lineno)?;
+        }
+    }
+    if n_found != n_values {
+        return Err(at(
+            lineno,
+            format!(
+                "expected {n_values} value token(s) after the indices for a {} matrix, found {n_found}",
+                format!("{field:?}").to_lowercase()
+            ),
+        ));
+    }
+    Ok((r, c))
 }
 
 #[cfg(test)]

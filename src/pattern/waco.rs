@@ -1,14 +1,68 @@
 //! WACO's binary `.csr` files: little-endian `i32` values
 //! `num_row, num_col, nnz, row_ptr[num_row + 1], col_idx[nnz]`, no values, nothing after.
 
+use std::io::Read;
 use std::path::Path;
 
-use super::csr::{check_cols_in_range, check_dims, check_row_ptr};
-use super::CsrPattern;
+use super::csr::{check_cols_in_range, check_row_ptr, compress_row_ptr};
+use super::{CsrPattern, PatternLimits};
 use crate::error::{Error, ErrorKind, Result};
 
 fn err(reason: String) -> Error {
     Error::pattern(None, format!("WACO .csr: {reason}"))
+}
+
+/// The three header words, checked to be non-negative.
+#[derive(Debug, Clone, Copy)]
+struct Header {
+    nrows: usize,
+    ncols: usize,
+    nnz: usize,
+}
+
+fn header(bytes: &[u8]) -> Result<Header> {
+    if bytes.len() < 12 {
+        return Err(err(format!(
+            "truncated header: {} bytes, need 12 for num_row, num_col, nnz",
+            bytes.len()
+        )));
+    }
+    let word = |i: usize| {
+        i32::from_le_bytes([
+            bytes[4 * i],
+            bytes[4 * i + 1],
+            bytes[4 * i + 2],
+            bytes[4 * i + 3],
+        ])
+    };
+    let mut v = [0usize; 3];
+    for (i, name) in ["num_row", "num_col", "nnz"].into_iter().enumerate() {
+        let w = word(i);
+        v[i] = usize::try_from(w).map_err(|_| err(format!("negative {name} = {w} in header")))?;
+    }
+    Ok(Header {
+        nrows: v[0],
+        ncols: v[1],
+        nnz: v[2],
+    })
+}
+
+impl Header {
+    fn check(self, limits: &PatternLimits) -> Result<Self> {
+        limits.check_dims(self.nrows, self.ncols).map_err(in_file)?;
+        limits
+            .check_nnz(self.nnz, "header declares")
+            .map_err(in_file)?;
+        Ok(self)
+    }
+
+    /// File length implied by the header.
+    fn byte_len(self) -> usize {
+        self.nrows
+            .saturating_add(self.nnz)
+            .saturating_add(4)
+            .saturating_mul(4)
+    }
 }
 
 /// Prefixes a structure-check error with the file format.
@@ -22,16 +76,39 @@ fn in_file(e: Error) -> Error {
 impl CsrPattern {
     /// Reads a WACO binary `.csr` file (see [`from_waco_csr_bytes`](Self::from_waco_csr_bytes)).
     pub fn read_waco_csr(path: impl AsRef<Path>) -> Result<Self> {
+        Self::read_waco_csr_with(path, &PatternLimits::default())
+    }
+
+    /// [`read_waco_csr`](Self::read_waco_csr) with explicit limits. The header is read and
+    /// checked first; then at most the byte count it implies (plus one, to detect trailing
+    /// data) is read, so neither a lying header nor an endless file can make it allocate
+    /// more than the limits allow.
+    pub fn read_waco_csr_with(path: impl AsRef<Path>, limits: &PatternLimits) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = std::fs::read(path).map_err(|e| Error::io(Some(path.to_path_buf()), e))?;
-        Self::from_waco_csr_bytes(&bytes)
+        let io = |e: std::io::Error| Error::io(Some(path.to_path_buf()), e);
+        let mut file = std::fs::File::open(path).map_err(io)?;
+        let mut bytes = Vec::new();
+        (&mut file).take(12).read_to_end(&mut bytes).map_err(io)?;
+        let expected = match header(&bytes).and_then(|h| h.check(limits)) {
+            Ok(h) => h.byte_len(),
+            Err(e) => return Err(e),
+        };
+        // Reserve what is both announced and present (a lying header gets neither).
+        let present = file.metadata().map_err(io)?.len();
+        bytes.reserve(usize::try_from(present).unwrap_or(0).min(expected));
+        file.take(expected.saturating_sub(12) as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(io)?;
+        Self::from_waco_csr_bytes_with(&bytes, limits)
     }
 
     /// Parses WACO's binary CSR layout: little-endian `i32` `num_row, num_col, nnz`, then
     /// `row_ptr[num_row + 1]`, then `col_idx[nnz]`, and nothing after.
     ///
     /// A truncated header, negative counts, a byte length that disagrees with the header, a
-    /// bad `row_ptr` or an out-of-range column each give an error saying which.
+    /// bad `row_ptr` or an out-of-range column each give an error saying which. The header's
+    /// dimensions and `nnz` are checked against [`PatternLimits::default`] (see
+    /// [`from_waco_csr_bytes_with`](Self::from_waco_csr_bytes_with)).
     ///
     /// # Example
     ///
@@ -43,50 +120,47 @@ impl CsrPattern {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_waco_csr_bytes(bytes: &[u8]) -> Result<Self> {
-        if bytes.len() < 12 {
-            return Err(err(format!(
-                "truncated header: {} bytes, need 12 for num_row, num_col, nnz",
-                bytes.len()
-            )));
-        }
+        Self::from_waco_csr_bytes_with(bytes, &PatternLimits::default())
+    }
+
+    /// [`from_waco_csr_bytes`](Self::from_waco_csr_bytes) with explicit limits.
+    pub fn from_waco_csr_bytes_with(bytes: &[u8], limits: &PatternLimits) -> Result<Self> {
+        let h = header(bytes)?.check(limits)?;
         if !bytes.len().is_multiple_of(4) {
             return Err(err(format!(
                 "truncated or corrupt file: length {} bytes is not a multiple of 4",
                 bytes.len()
             )));
         }
-        let words: Vec<i32> = bytes
-            .chunks_exact(4)
-            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
-        let (nrows, ncols, nnz) = (words[0], words[1], words[2]);
-        for (name, v) in [("num_row", nrows), ("num_col", ncols), ("nnz", nnz)] {
-            if v < 0 {
-                return Err(err(format!("negative {name} = {v} in header")));
-            }
-        }
-        let (nrows, ncols, nnz) = (nrows as usize, ncols as usize, nnz as usize);
-        let expected = 3 + (nrows + 1) + nnz;
-        if words.len() != expected {
-            let what = if words.len() < expected {
+        if bytes.len() != h.byte_len() {
+            let what = if bytes.len() < h.byte_len() {
                 "truncated"
             } else {
                 "trailing data"
             };
             return Err(err(format!(
-                "{what}: header (num_row = {nrows}, nnz = {nnz}) implies {} bytes, file has {}",
-                4 * expected,
+                "{what}: header (num_row = {}, nnz = {}) implies {} bytes, file has {}",
+                h.nrows,
+                h.nnz,
+                h.byte_len(),
                 bytes.len()
             )));
         }
-        check_dims(nrows, ncols)?;
-        let row_ptr = &words[3..3 + nrows + 1];
-        let col_idx = &words[3 + nrows + 1..];
-        check_row_ptr(nrows, row_ptr, nnz).map_err(in_file)?;
-        check_cols_in_range(ncols, row_ptr, col_idx).map_err(in_file)?;
-        let row_ptr = row_ptr.iter().map(|&v| v as usize).collect();
-        let col_idx = col_idx.iter().map(|&v| v as u32).collect();
-        Self::new(nrows, ncols, row_ptr, col_idx).map_err(in_file)
+        let words = |range: std::ops::Range<usize>| -> Vec<i32> {
+            bytes[4 * range.start..4 * range.end]
+                .chunks_exact(4)
+                .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect()
+        };
+        let row_ptr = words(3..3 + h.nrows + 1);
+        check_row_ptr(h.nrows, &row_ptr, h.nnz).map_err(in_file)?;
+        let col_idx = words(3 + h.nrows + 1..3 + h.nrows + 1 + h.nnz);
+        check_cols_in_range(h.ncols, &row_ptr, &col_idx).map_err(in_file)?;
+        // Checked: row_ptr values are in 0..=nnz, columns in 0..ncols.
+        let (rows, row_start) = compress_row_ptr(&row_ptr, |&v| v as usize);
+        drop(row_ptr);
+        let col_idx = col_idx.into_iter().map(|v| v as u32).collect();
+        Self::from_checked_rows(h.nrows, h.ncols, rows, row_start, col_idx).map_err(in_file)
     }
 
     /// Serialises to WACO's binary CSR layout. Fails if `nnz` exceeds `i32::MAX`.
@@ -99,11 +173,21 @@ impl CsrPattern {
         }
         let mut out = Vec::with_capacity(4 * (3 + self.nrows() + 1 + self.nnz()));
         // All values are <= i32::MAX: dims by MAX_DIM, row_ptr by nnz, cols by ncols.
-        for v in [self.nrows(), self.ncols(), self.nnz()]
-            .into_iter()
-            .chain(self.row_ptr().iter().copied())
-        {
+        for v in [self.nrows(), self.ncols(), self.nnz()] {
             out.extend_from_slice(&(v as i32).to_le_bytes());
+        }
+        let mut end = 0;
+        let mut nonempty = self.nonempty_rows().iter().zip(&self.row_starts()[1..]);
+        let mut next = nonempty.next();
+        out.extend_from_slice(&0i32.to_le_bytes());
+        for r in 0..self.nrows() {
+            if let Some((&row, &row_end)) = next {
+                if row as usize == r {
+                    end = row_end;
+                    next = nonempty.next();
+                }
+            }
+            out.extend_from_slice(&(end as i32).to_le_bytes());
         }
         for &c in self.col_idx() {
             out.extend_from_slice(&(c as i32).to_le_bytes());

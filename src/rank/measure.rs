@@ -63,7 +63,7 @@ impl Model {
     /// # Errors
     ///
     /// As [`Model::top_k_with_default`]; `measure` is not called then.
-    pub fn tune<C>(
+    pub fn tune<C: super::space::SpaceConfig>(
         &self,
         matrix: &MatrixEmbedding,
         candidates: &SpaceCandidates<C>,

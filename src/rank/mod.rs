@@ -9,10 +9,8 @@
 //! configuration always reported ([`Model::prepare_space`], [`Model::top_k_with_default`])
 //! and tuned with a measure callback ([`Model::tune`]); see [`SpaceCandidates`].
 
-use ndarray::Array2;
-
 use crate::error::{Error, Result};
-use crate::model::{MatrixEmbedding, Model, ModelInfo};
+use crate::model::{MatrixEmbedding, Model, ModelInfo, Prepared};
 use crate::pattern::CsrPattern;
 
 mod measure;
@@ -20,19 +18,34 @@ mod space;
 mod topk;
 
 pub use measure::{Measurement, TuneResult};
-pub use space::{SpaceCache, SpaceCandidateStatus, SpaceCandidates, SpaceRanked, SpaceTopK};
+pub use space::{PreparedSpace, SpaceCandidates, SpaceConfig, SpaceRanked, SpaceTopK};
 pub use topk::top_k_indices;
 
-/// Whether a candidate could be encoded and scored.
-#[derive(Debug)]
-pub enum CandidateStatus {
-    /// The candidate is valid; its score is meaningful.
+/// The status of one candidate: the one status type of the ranking API, for prepared
+/// candidate sets ([`CandidateSet::status`]: valid or rejected by the schema) and for whole
+/// spaces ([`SpaceCandidates::status`]: also duplicates and configurations the toolchain
+/// rejects for a matrix). Only valid candidates are ranked; their score is meaningful, the
+/// others score NaN.
+#[derive(Debug, Clone, Copy)]
+pub enum CandidateStatus<'a> {
+    /// Valid: ranked.
     Valid,
-    /// The candidate was rejected (parse error, out-of-vocabulary value, …); its score is NaN.
-    Invalid(Error),
+    /// Behaves like candidate `of` for this matrix; not ranked (`of` is).
+    Duplicate {
+        /// The candidate it duplicates.
+        of: usize,
+    },
+    /// The toolchain rejects it for this matrix (out of range for this shape, …).
+    InvalidForMatrix {
+        /// Why (the space's message).
+        reason: &'a str,
+    },
+    /// The model's schema rejects its line (parse error, out-of-vocabulary value, …); the
+    /// error names the field and value.
+    InvalidSchedule(&'a Error),
 }
 
-impl CandidateStatus {
+impl CandidateStatus<'_> {
     /// True for [`CandidateStatus::Valid`].
     pub fn is_valid(&self) -> bool {
         matches!(self, CandidateStatus::Valid)
@@ -42,30 +55,39 @@ impl CandidateStatus {
 /// Candidates prepared for one head: parsed, validated, encoded and embedded once, reusable
 /// for any number of matrices.
 ///
+/// Stored compactly, so that a set of 611 712 candidates costs its prepared rows (on the
+/// native engine, [`HeadCost::stored_floats`](crate::model::HeadCost::stored_floats) per valid
+/// candidate) and little else: positions of the valid candidates, and errors and measured
+/// times only for the lines that have them.
+///
 /// # Threads
 /// Immutable; `Send + Sync`.
 #[derive(Debug)]
 pub struct CandidateSet {
     head: usize,
     head_name: String,
-    statuses: Vec<CandidateStatus>,
+    /// The model instance that prepared the set.
+    model_instance: u64,
+    len: usize,
     /// Positions (in the caller's list) of the valid candidates, ascending.
-    valid: Vec<usize>,
-    /// Schedule embeddings of the valid candidates, one row each.
-    embeddings: Array2<f32>,
-    /// Measured runtimes given on the lines (`= ms`), if any.
-    measured_ms: Vec<Option<f64>>,
+    valid: Vec<u32>,
+    /// `(position, error)` of the rejected candidates, ascending.
+    errors: Vec<(usize, Error)>,
+    /// `(position, milliseconds)` of the lines with a measured time (`= ms`), ascending.
+    measured: Vec<(usize, f64)>,
+    /// The schedule side of the valid candidates, one row each (see [`Prepared`]).
+    prepared: Prepared,
 }
 
 impl CandidateSet {
     /// Number of candidates (valid or not), in the caller's order.
     pub fn len(&self) -> usize {
-        self.statuses.len()
+        self.len
     }
 
     /// True when there are no candidates.
     pub fn is_empty(&self) -> bool {
-        self.statuses.is_empty()
+        self.len == 0
     }
 
     /// Head these candidates were prepared for.
@@ -73,9 +95,27 @@ impl CandidateSet {
         &self.head_name
     }
 
+    /// Status of candidate `index` (`None` past the end): valid, or rejected by the schema.
+    pub fn status(&self, index: usize) -> Option<CandidateStatus<'_>> {
+        if index >= self.len {
+            return None;
+        }
+        Some(
+            match self.errors.binary_search_by_key(&index, |(i, _)| *i) {
+                Ok(pos) => CandidateStatus::InvalidSchedule(&self.errors[pos].1),
+                Err(_) => CandidateStatus::Valid,
+            },
+        )
+    }
+
     /// Per-candidate status, in the caller's order.
-    pub fn statuses(&self) -> &[CandidateStatus] {
-        &self.statuses
+    pub fn statuses(&self) -> Vec<CandidateStatus<'_>> {
+        (0..self.len).filter_map(|i| self.status(i)).collect()
+    }
+
+    /// The rejected candidates with their errors, in order.
+    pub fn errors(&self) -> impl Iterator<Item = (usize, &Error)> {
+        self.errors.iter().map(|(i, e)| (*i, e))
     }
 
     /// Number of valid candidates.
@@ -84,14 +124,17 @@ impl CandidateSet {
     }
 
     /// Measured runtimes (milliseconds) parsed from `= ms` suffixes, in the caller's order.
-    pub fn measured_ms(&self) -> &[Option<f64>] {
-        &self.measured_ms
+    pub fn measured_ms(&self) -> Vec<Option<f64>> {
+        let mut out = vec![None; self.len];
+        for &(i, ms) in &self.measured {
+            out[i] = Some(ms);
+        }
+        out
     }
 
-    /// Schedule embedding of candidate `index`, if it is valid.
-    pub fn schedule_embedding(&self, index: usize) -> Option<Vec<f32>> {
-        let row = self.valid.binary_search(&index).ok()?;
-        Some(self.embeddings.row(row).to_vec())
+    /// Bytes held by the prepared schedule side (the dominant cost of a large set).
+    pub fn prepared_bytes(&self) -> usize {
+        self.prepared.bytes()
     }
 }
 
@@ -149,30 +192,9 @@ impl CostModel for Model {
     }
 
     fn prepare_candidates<S: AsRef<str>>(&self, head: &str, lines: &[S]) -> Result<CandidateSet> {
-        let head_index = self.head_index(head)?;
-        let h = self.head_at(head_index);
-        let batch = h.schema.encode_batch(lines);
-        let width = h.schema.encoded_width();
-        let rows = Array2::from_shape_vec((batch.index.len(), width), batch.rows).map_err(|e| {
-            Error::invalid_argument(format!("encoded batch has the wrong size: {e}"))
-        })?;
-        let embeddings = self.embed_schedule_rows(h, rows.view())?;
-        let statuses = batch
-            .statuses
-            .into_iter()
-            .map(|s| match s {
-                Ok(()) => CandidateStatus::Valid,
-                Err(e) => CandidateStatus::Invalid(e),
-            })
-            .collect();
-        Ok(CandidateSet {
-            head: head_index,
-            head_name: head.to_string(),
-            statuses,
-            valid: batch.index,
-            embeddings,
-            measured_ms: batch.measured_ms,
-        })
+        let mut set = self.empty_candidate_set(head)?;
+        self.append_candidates(&mut set, lines)?;
+        Ok(set)
     }
 
     fn score_into(
@@ -188,28 +210,23 @@ impl CostModel for Model {
                 candidates.len()
             )));
         }
-        if matrix.model_hash() != self.info().content_hash {
+        if matrix.model_instance() != self.instance() {
             return Err(Error::invalid_argument(
-                "matrix embedding was computed by a different model",
+                "matrix embedding was computed by a different model instance (embed the matrix with this model)",
             ));
         }
-        let head = self.head_at(candidates.head);
-        if head.info.name != candidates.head_name {
+        if candidates.model_instance != self.instance() {
             return Err(Error::invalid_argument(format!(
-                "candidate set was prepared for head '{}' of a different model",
+                "candidate set for head '{}' was prepared by a different model instance",
                 candidates.head_name
             )));
         }
+        let head = self.head_at(candidates.head);
         let mut valid_scores = vec![0.0f32; candidates.valid.len()];
-        self.predict_into(
-            head,
-            matrix,
-            candidates.embeddings.view(),
-            &mut valid_scores,
-        )?;
+        self.score_prepared(head, matrix, &candidates.prepared, &mut valid_scores)?;
         out.fill(f32::NAN);
         for (&i, &s) in candidates.valid.iter().zip(&valid_scores) {
-            out[i] = s;
+            out[i as usize] = s;
         }
         Ok(())
     }
@@ -230,5 +247,61 @@ impl CostModel for Model {
                 score: scores[index],
             })
             .collect())
+    }
+}
+
+impl Model {
+    /// An empty candidate set for `head`, to fill with [`Model::append_candidates`].
+    pub(crate) fn empty_candidate_set(&self, head: &str) -> Result<CandidateSet> {
+        let head_index = self.head_index(head)?;
+        let h = self.head_at(head_index);
+        Ok(CandidateSet {
+            head: head_index,
+            head_name: head.to_string(),
+            model_instance: self.instance(),
+            len: 0,
+            valid: Vec::new(),
+            errors: Vec::new(),
+            measured: Vec::new(),
+            prepared: self.prepare_rows(h, &[], 0)?,
+        })
+    }
+
+    /// Parses, encodes and prepares `lines` and appends them to `set` (positions continue
+    /// after its last candidate): how large spaces are prepared chunk by chunk.
+    pub(crate) fn append_candidates<S: AsRef<str>>(
+        &self,
+        set: &mut CandidateSet,
+        lines: &[S],
+    ) -> Result<()> {
+        let h = self.head_at(set.head);
+        let base = set.len;
+        if u32::try_from(base + lines.len()).is_err() {
+            return Err(Error::invalid_argument(format!(
+                "a candidate set holds at most {} candidates",
+                u32::MAX
+            )));
+        }
+        let batch = h.schema.encode_batch(lines);
+        debug_assert_eq!(
+            batch.rows.len(),
+            batch.index.len() * h.schema.encoded_width()
+        );
+        let prepared = self.prepare_rows(h, &batch.rows, batch.index.len())?;
+        set.prepared.append(prepared);
+        set.valid
+            .extend(batch.index.iter().map(|&i| (base + i) as u32));
+        for (i, status) in batch.statuses.into_iter().enumerate() {
+            if let Err(e) = status {
+                set.errors.push((base + i, e));
+            }
+        }
+        for (i, ms) in batch.measured_ms.into_iter().enumerate() {
+            if let Some(ms) = ms {
+                set.measured.push((base + i, ms));
+            }
+        }
+        set.len = base + lines.len();
+        Ok(())
     }
 }

@@ -5,119 +5,162 @@
 //! # Flow
 //!
 //! ```text
-//! space.candidates(shape) ─► lines ─► Model::prepare_candidates ─► SpaceCandidates
-//!   (space status per candidate,         (schema status per candidate,      │
-//!    default injected)                    schedule embeddings)              ▼
-//!                         Model::top_k_with_default(matrix, &candidates, k) ─► SpaceTopK
-//!                         Model::tune(matrix, &candidates, k, measure)      ─► TuneResult
+//! Model::prepare_schedule_space(head, space) ─► PreparedSpace     once per (model, head, space)
+//!   every configuration's line, parsed, encoded and prepared once (the schedule side)
+//! Model::space_candidates(&prepared, &shape) ─► SpaceCandidates   once per matrix, cheap
+//!   statuses for this shape (duplicates, invalid), default located or appended,
+//!   shape-dependent lines (SPADE's NUM_MATRIX_COLS) re-prepared
+//! Model::top_k_with_default(&matrix, &candidates, k) ─► SpaceTopK
+//! Model::tune(&matrix, &candidates, k, measure)      ─► TuneResult
 //! ```
 //!
+//! [`Model::prepare_space`] does the first two steps at once (enough for the small spaces).
 //! The lines are whatever the space prints, so the caller picks the form the head's schema
 //! parses by the space value it passes: raw SuperSchedule lines from a
 //! [`TacoSpace`](crate::schedule::space::TacoSpace) for WACO heads, COGNATE's unified lines
 //! from [`Mapped`](crate::schedule::space::Mapped)`(space)` for COGNATE/DASH heads.
 //!
-//! # Reuse across matrices
+//! # Large spaces
 //!
-//! The schedule embeddings depend only on the lines. Most spaces print the same lines for
-//! every matrix (TACO, SparseTIR); SPADE substitutes `NUM_MATRIX_COLS` with the matrix's
-//! column count, so its lines differ per distinct `ncols`. Rather than special-casing spaces,
-//! [`Model::prepare_space_cached`] keys a [`SpaceCache`] by the exact line list: the
-//! embeddings are computed once per distinct line list (once in all for TACO/SparseTIR, once
-//! per distinct `ncols` for SPADE) and shared through an `Arc`. What is recomputed per matrix
-//! is only the space's enumeration and its per-candidate status (duplicates depend on the
-//! shape, e.g. a TACO split larger than the matrix).
-//!
-//! # Large spaces: exhaustive scoring
-//!
-//! Ranking is exact and exhaustive: every ranked candidate is scored. WACO searched its CPU
-//! space with HNSW over schedule embeddings; we measured instead (real `waco-spmm` model,
-//! tract backend, 2 cores, the 611 712-line
-//! [`TacoSpace::waco`](crate::schedule::space::TacoSpace::waco) SpMM space; numbers in
-//! `BENCHMARKS.md`, reproduced by the ignored test `exhaustive_waco_spmm_space_timing` in
-//! `tests/spaces.rs`): scoring the whole prepared space for one matrix and taking the exact
-//! top k takes about 3 s, the one-off preparation about 13 s (half enumeration and statuses,
-//! half parsing, encoding and embedding). The COGNATE spaces (256 SPADE, 288 SparseTIR
-//! configurations) take milliseconds. An approximate index would save at most those 3 s per
-//! matrix of the largest space and give up exactness and the index-order tie rule, so
-//! exhaustive scoring is the only strategy.
+//! Ranking is exact and exhaustive: every ranked candidate is scored, ties broken by index.
+//! Nothing per candidate is materialised beyond the prepared rows: configurations and lines
+//! are regenerated from their index on demand
+//! ([`ScheduleSpace::configs_into`](crate::schedule::space::ScheduleSpace::configs_into)),
+//! statuses are computed per shape in compact form
+//! ([`ShapeStatuses`](crate::schedule::space::ShapeStatuses)), and the top `k` is kept in a
+//! bounded buffer while the scores stream past. For the 611 712-schedule WACO SpMM space the
+//! numbers are in `BENCHMARKS.md` (`cargo bench --bench heads -- space`).
 //!
 //! # Statuses
 //!
-//! Every candidate has a [`SpaceCandidateStatus`]: valid, a duplicate (of an earlier
-//! candidate, for this matrix), rejected by the toolchain for this matrix, or rejected by the
-//! model's schema (e.g. a split outside an `integer` field's range). Only valid candidates
-//! are ranked; nothing fails the batch.
+//! Every candidate has a [`CandidateStatus`]: valid, a duplicate (of an earlier candidate,
+//! for this matrix), rejected by the toolchain for this matrix, or rejected by the model's
+//! schema (e.g. a split outside an `integer` field's range). Only valid candidates are
+//! ranked; nothing fails the batch.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::ops::Range;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::model::{MatrixEmbedding, Model};
-use crate::schedule::space::{MatrixShape, ScheduleSpace, SpaceStatus};
+use crate::schedule::space::{
+    MatrixShape, ScheduleSpace, ShapeStatuses, SpaceStatus, SpaceStatusRef,
+};
 
-use super::{top_k_indices, CandidateSet, CandidateStatus, CostModel};
+use super::topk::{rank_of, top_k_indices};
+use super::{CandidateSet, CandidateStatus, CostModel};
 
-/// The combined status of one candidate of a [`SpaceCandidates`].
-#[derive(Debug, Clone, Copy)]
-pub enum SpaceCandidateStatus<'a> {
-    /// Accepted by the toolchain for this matrix, distinct, and encoded by the schema: ranked.
-    Valid,
-    /// Behaves like the candidate at index `of` for this matrix; not ranked (`of` is).
-    Duplicate {
-        /// The candidate it duplicates.
-        of: usize,
-    },
-    /// The toolchain rejects it for this matrix (out of range for this shape, …).
-    InvalidForMatrix {
-        /// Why (the space's error message).
-        reason: &'a str,
-    },
-    /// The model's schema rejects its line (out of vocabulary or range, bad permutation, no
-    /// unified form, …); the error names the field and value.
-    InvalidSchedule(&'a Error),
+/// Lines parsed and prepared per step when preparing a space (bounds the transient memory).
+const PREPARE_CHUNK: usize = 16 * 1024;
+
+type DynSpace<C> = dyn ScheduleSpace<Config = C> + Send + Sync;
+
+/// What a configuration type must be (the bounds of [`ScheduleSpace::Config`]).
+pub trait SpaceConfig: Clone + PartialEq + std::fmt::Debug {}
+
+impl<T: Clone + PartialEq + std::fmt::Debug> SpaceConfig for T {}
+
+/// A schedule space prepared once for one head of one model: the schedule side of every
+/// configuration, reused for any number of matrices ([`Model::space_candidates`]).
+///
+/// # Threads
+/// Immutable; `Send + Sync`. Share it behind the [`Arc`] [`Model::prepare_schedule_space`]
+/// returns.
+pub struct PreparedSpace<C: SpaceConfig> {
+    space: Box<DynSpace<C>>,
+    space_name: String,
+    len: usize,
+    set: CandidateSet,
+    /// Configurations whose line depends on the shape (re-prepared per matrix), ascending.
+    shape_dependent: Vec<usize>,
 }
 
-impl SpaceCandidateStatus<'_> {
-    /// True for [`SpaceCandidateStatus::Valid`].
-    pub fn is_valid(&self) -> bool {
-        matches!(self, SpaceCandidateStatus::Valid)
+impl<C: SpaceConfig> std::fmt::Debug for PreparedSpace<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PreparedSpace")
+            .field("space", &self.space_name)
+            .field("len", &self.len)
+            .field("head", &self.set.head())
+            .field("shape_dependent", &self.shape_dependent.len())
+            .finish_non_exhaustive()
     }
 }
 
-/// A schedule space instantiated for one matrix shape and prepared for one head: every
-/// configuration with its line, its space and schema status, and (shared, see the module
-/// docs) its schedule embedding. The default configuration is always present.
+impl<C: SpaceConfig> PreparedSpace<C> {
+    /// Number of configurations of the space (the default excluded when it is appended).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the space has no configurations.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The space's name.
+    pub fn space_name(&self) -> &str {
+        &self.space_name
+    }
+
+    /// The head it was prepared for.
+    pub fn head(&self) -> &str {
+        self.set.head()
+    }
+
+    /// The prepared candidates (one per configuration, lines as the space prints them for a
+    /// 1 × 1 matrix; shape-dependent lines are re-prepared per matrix).
+    pub fn candidate_set(&self) -> &CandidateSet {
+        &self.set
+    }
+}
+
+/// Lines re-prepared for one matrix: the shape-dependent configurations and an appended
+/// default.
+#[derive(Debug)]
+struct Overlay {
+    /// Candidate indices, ascending.
+    indices: Vec<usize>,
+    lines: Vec<String>,
+    set: CandidateSet,
+}
+
+impl Overlay {
+    fn position(&self, index: usize) -> Option<usize> {
+        self.indices.binary_search(&index).ok()
+    }
+}
+
+/// A prepared space instantiated for one matrix shape: its candidates (every configuration,
+/// plus the default appended when the enumeration lacks it) with their statuses.
 ///
 /// # Threads
 /// Immutable; `Send + Sync` when the configuration type is.
 #[derive(Debug)]
-pub struct SpaceCandidates<C> {
-    space_name: String,
+pub struct SpaceCandidates<C: SpaceConfig> {
+    prepared: Arc<PreparedSpace<C>>,
     shape: MatrixShape,
-    configs: Vec<C>,
-    space_statuses: Vec<SpaceStatus>,
-    lines: Arc<Vec<String>>,
-    set: Arc<CandidateSet>,
+    statuses: ShapeStatuses,
     default_index: usize,
+    /// The default, when it is appended (index `prepared.len`), with its status.
+    appended_default: Option<(C, SpaceStatus)>,
+    overlay: Overlay,
     ranked: usize,
 }
 
-impl<C> SpaceCandidates<C> {
+impl<C: SpaceConfig> SpaceCandidates<C> {
     /// Number of candidates (valid or not), default included.
     pub fn len(&self) -> usize {
-        self.configs.len()
+        self.prepared.len + usize::from(self.appended_default.is_some())
     }
 
     /// True when there are no candidates (never: the default is always there).
     pub fn is_empty(&self) -> bool {
-        self.configs.is_empty()
+        self.len() == 0
     }
 
     /// The space's name ([`ScheduleSpace::name`]).
     pub fn space_name(&self) -> &str {
-        &self.space_name
+        &self.prepared.space_name
     }
 
     /// The matrix shape the statuses are for.
@@ -127,7 +170,7 @@ impl<C> SpaceCandidates<C> {
 
     /// The head the candidates were prepared for.
     pub fn head(&self) -> &str {
-        self.set.head()
+        self.prepared.head()
     }
 
     /// Index of the toolchain's default configuration.
@@ -135,52 +178,104 @@ impl<C> SpaceCandidates<C> {
         self.default_index
     }
 
-    /// Configuration `index`.
-    pub fn config(&self, index: usize) -> Option<&C> {
-        self.configs.get(index)
+    /// The prepared space these candidates come from.
+    pub fn prepared(&self) -> &Arc<PreparedSpace<C>> {
+        &self.prepared
     }
 
-    /// All configurations, in candidate order.
-    pub fn configs(&self) -> &[C] {
-        &self.configs
+    /// Configurations `range` (clamped to [`Self::len`]), in order, rebuilt from their index.
+    pub fn configs(&self, range: Range<usize>) -> Vec<C> {
+        let end = range.end.min(self.len());
+        let mut out = Vec::with_capacity(end.saturating_sub(range.start));
+        if range.start >= end {
+            return out;
+        }
+        let inner_end = end.min(self.prepared.len);
+        if range.start < inner_end {
+            self.prepared
+                .space
+                .configs_into(range.start..inner_end, &self.shape, &mut out);
+        }
+        if end > self.prepared.len {
+            if let Some((c, _)) = &self.appended_default {
+                out.push(c.clone());
+            }
+        }
+        out
+    }
+
+    /// Configuration `index`.
+    pub fn config(&self, index: usize) -> Option<C> {
+        self.configs(index..index + 1).into_iter().next()
     }
 
     /// The line of candidate `index`, as fed to the schema.
-    pub fn line(&self, index: usize) -> Option<&str> {
-        self.lines.get(index).map(String::as_str)
-    }
-
-    /// All lines, in candidate order.
-    pub fn lines(&self) -> &[String] {
-        &self.lines
+    pub fn line(&self, index: usize) -> Option<String> {
+        if let Some(pos) = self.overlay.position(index) {
+            return self.overlay.lines.get(pos).cloned();
+        }
+        if index >= self.prepared.len {
+            return None;
+        }
+        let mut out = Vec::with_capacity(1);
+        self.prepared
+            .space
+            .lines_into(index..index + 1, &self.shape, &mut out);
+        out.pop()
     }
 
     /// The space's own status of candidate `index` (valid / duplicate / invalid for this
     /// matrix), before the schema is consulted.
-    pub fn space_status(&self, index: usize) -> Option<&SpaceStatus> {
-        self.space_statuses.get(index)
+    pub fn space_status(&self, index: usize) -> Option<SpaceStatus> {
+        if index < self.prepared.len {
+            return self
+                .statuses
+                .get(index)
+                .map(SpaceStatusRef::to_owned_status);
+        }
+        self.appended_default
+            .as_ref()
+            .filter(|_| index == self.prepared.len)
+            .map(|(_, s)| s.clone())
     }
 
-    /// The prepared (schema-level) candidate set: statuses and embeddings. Shared between
-    /// all [`SpaceCandidates`] with the same lines.
+    /// The prepared (schema-level) candidate set of the space (shared by every matrix).
     pub fn candidate_set(&self) -> &CandidateSet {
-        &self.set
+        &self.prepared.set
+    }
+
+    /// The schema's verdict on candidate `index`'s line.
+    fn schema_status(&self, index: usize) -> Option<CandidateStatus<'_>> {
+        match self.overlay.position(index) {
+            Some(pos) => self.overlay.set.status(pos),
+            None => self.prepared.set.status(index),
+        }
     }
 
     /// The combined status of candidate `index`: the space's verdict first (an invalid
     /// configuration may have no line at all), then the schema's.
-    pub fn status(&self, index: usize) -> Option<SpaceCandidateStatus<'_>> {
-        let space = self.space_statuses.get(index)?;
+    pub fn status(&self, index: usize) -> Option<CandidateStatus<'_>> {
+        let space = if index < self.prepared.len {
+            self.statuses.get(index)?
+        } else {
+            match &self.appended_default {
+                Some((_, SpaceStatus::Invalid { reason })) if index == self.prepared.len => {
+                    SpaceStatusRef::Invalid { reason }
+                }
+                Some((_, SpaceStatus::Duplicate { of })) if index == self.prepared.len => {
+                    SpaceStatusRef::Duplicate { of: *of }
+                }
+                Some(_) if index == self.prepared.len => SpaceStatusRef::Valid,
+                _ => return None,
+            }
+        };
         Some(match space {
-            SpaceStatus::Invalid { reason } => SpaceCandidateStatus::InvalidForMatrix { reason },
-            SpaceStatus::Duplicate { of } => match self.set.statuses().get(index)? {
-                CandidateStatus::Invalid(e) => SpaceCandidateStatus::InvalidSchedule(e),
-                CandidateStatus::Valid => SpaceCandidateStatus::Duplicate { of: *of },
+            SpaceStatusRef::Invalid { reason } => CandidateStatus::InvalidForMatrix { reason },
+            SpaceStatusRef::Duplicate { of } => match self.schema_status(index)? {
+                s @ CandidateStatus::InvalidSchedule(_) => s,
+                _ => CandidateStatus::Duplicate { of },
             },
-            SpaceStatus::Valid => match self.set.statuses().get(index)? {
-                CandidateStatus::Invalid(e) => SpaceCandidateStatus::InvalidSchedule(e),
-                CandidateStatus::Valid => SpaceCandidateStatus::Valid,
-            },
+            SpaceStatusRef::Valid => self.schema_status(index)?,
         })
     }
 
@@ -195,7 +290,7 @@ impl<C> SpaceCandidates<C> {
     }
 
     /// Candidates that are not ranked, with their status, in index order.
-    pub fn rejected(&self) -> impl Iterator<Item = (usize, SpaceCandidateStatus<'_>)> {
+    pub fn rejected(&self) -> impl Iterator<Item = (usize, CandidateStatus<'_>)> {
         (0..self.len()).filter_map(|i| self.status(i).filter(|s| !s.is_valid()).map(|s| (i, s)))
     }
 }
@@ -243,84 +338,125 @@ impl SpaceTopK {
     }
 }
 
-/// Prepared candidate sets keyed by their exact line list (and model and head), so a space
-/// whose lines do not depend on the matrix is embedded once, and SPADE once per distinct
-/// column count. Bounded: the least recently used entry is dropped beyond the capacity.
-///
-/// # Threads
-/// `Send + Sync`; lookups lock briefly, preparation runs outside the lock.
-#[derive(Debug)]
-pub struct SpaceCache {
-    capacity: usize,
-    entries: Mutex<Vec<CacheEntry>>,
-}
-
-#[derive(Debug)]
-struct CacheEntry {
-    model: u64,
-    head: String,
-    hash: u64,
-    lines: Arc<Vec<String>>,
-    set: Arc<CandidateSet>,
-}
-
-impl Default for SpaceCache {
-    fn default() -> Self {
-        Self::new(16)
-    }
-}
-
-impl SpaceCache {
-    /// A cache holding at most `capacity` prepared line lists (at least 1).
-    pub fn new(capacity: usize) -> Self {
-        Self {
-            capacity: capacity.max(1),
-            entries: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// Number of prepared line lists held.
-    pub fn len(&self) -> usize {
-        self.entries.lock().map_or(0, |e| e.len())
-    }
-
-    /// True when nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    fn get(&self, model: u64, head: &str, hash: u64, lines: &[String]) -> Option<CacheHit> {
-        let mut entries = self.entries.lock().ok()?;
-        let pos = entries.iter().position(|e| {
-            e.model == model && e.hash == hash && e.head == head && e.lines.as_slice() == lines
-        })?;
-        let entry = entries.remove(pos);
-        let hit = (Arc::clone(&entry.lines), Arc::clone(&entry.set));
-        entries.push(entry); // most recently used last
-        Some(hit)
-    }
-
-    fn insert(&self, entry: CacheEntry) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.push(entry);
-            while entries.len() > self.capacity {
-                entries.remove(0);
-            }
-        }
-    }
-}
-
-type CacheHit = (Arc<Vec<String>>, Arc<CandidateSet>);
-
-fn hash_lines(lines: &[String]) -> u64 {
-    let mut h = DefaultHasher::new();
-    lines.hash(&mut h);
-    h.finish()
-}
-
 impl Model {
-    /// Enumerates `space` for a matrix of this shape (default injected, per-candidate space
-    /// status) and prepares its lines for `head`.
+    /// Prepares every configuration of `space` for `head` once: lines printed, parsed,
+    /// encoded and run through the schedule side of the head, chunk by chunk. Use the result
+    /// for any number of matrices with [`Model::space_candidates`].
+    ///
+    /// # Errors
+    ///
+    /// Unknown head, or an executor failure. A configuration the schema rejects does not fail
+    /// the call (its status says why).
+    pub fn prepare_schedule_space<S>(
+        &self,
+        head: &str,
+        space: S,
+    ) -> Result<Arc<PreparedSpace<S::Config>>>
+    where
+        S: ScheduleSpace + Send + Sync + 'static,
+    {
+        let mut set = self.empty_candidate_set(head)?;
+        let len = space.len();
+        let reference = MatrixShape::new(1, 1, 1);
+        let mut lines = Vec::with_capacity(PREPARE_CHUNK.min(len));
+        for start in (0..len).step_by(PREPARE_CHUNK) {
+            lines.clear();
+            space.lines_into(
+                start..(start + PREPARE_CHUNK).min(len),
+                &reference,
+                &mut lines,
+            );
+            if lines.len() != (start + PREPARE_CHUNK).min(len) - start {
+                return Err(Error::invalid_argument(format!(
+                    "space '{}' printed {} lines for configurations {start}.. (expected {})",
+                    space.name(),
+                    lines.len(),
+                    (start + PREPARE_CHUNK).min(len) - start
+                )));
+            }
+            self.append_candidates(&mut set, &lines)?;
+        }
+        let shape_dependent = (0..len)
+            .filter(|&i| space.line_depends_on_shape(i))
+            .collect();
+        Ok(Arc::new(PreparedSpace {
+            space_name: space.name(),
+            space: Box::new(space),
+            len,
+            set,
+            shape_dependent,
+        }))
+    }
+
+    /// A prepared space for one matrix shape: statuses, the default located (or appended),
+    /// and the shape-dependent lines prepared. Cheap: no enumeration of the whole space.
+    ///
+    /// # Errors
+    ///
+    /// A `prepared` space of another model instance, or an executor failure.
+    pub fn space_candidates<C: SpaceConfig>(
+        &self,
+        prepared: &Arc<PreparedSpace<C>>,
+        shape: &MatrixShape,
+    ) -> Result<SpaceCandidates<C>> {
+        let space = &prepared.space;
+        let statuses = space.shape_statuses(shape);
+        let default = space.default_config(shape);
+        let (default_index, appended_default) = match space.default_index(shape) {
+            Some(i) if i < prepared.len => (i, None),
+            _ => {
+                // Rare (every registered space enumerates its default): the rule of
+                // `ScheduleSpace::candidates`, by one scan of the enumeration.
+                let status = match space.validate(&default, shape) {
+                    Err(e) => SpaceStatus::Invalid {
+                        reason: e.to_string(),
+                    },
+                    Ok(()) => {
+                        let key = space.duplicate_key(&default, shape);
+                        let all = space.enumerate(shape);
+                        match all
+                            .iter()
+                            .position(|c| space.duplicate_key(c, shape) == key)
+                        {
+                            Some(of) => SpaceStatus::Duplicate { of },
+                            None => SpaceStatus::Valid,
+                        }
+                    }
+                };
+                (prepared.len, Some((default, status)))
+            }
+        };
+        let mut indices = prepared.shape_dependent.clone();
+        let mut lines = Vec::with_capacity(indices.len() + 1);
+        for &i in &indices {
+            space.lines_into(i..i + 1, shape, &mut lines);
+        }
+        if let Some((c, _)) = &appended_default {
+            indices.push(prepared.len);
+            lines.push(space.to_line(c));
+        }
+        let set = self.prepare_candidates(prepared.set.head(), &lines)?;
+        let mut out = SpaceCandidates {
+            prepared: Arc::clone(prepared),
+            shape: *shape,
+            statuses,
+            default_index,
+            appended_default,
+            overlay: Overlay {
+                indices,
+                lines,
+                set,
+            },
+            ranked: 0,
+        };
+        out.ranked = out.count_ranked();
+        Ok(out)
+    }
+
+    /// Prepares `space` for `head` and instantiates it for a matrix of this shape in one call
+    /// ([`Model::prepare_schedule_space`] then [`Model::space_candidates`]): convenient for
+    /// small spaces and one matrix; keep the [`PreparedSpace`] to rank large spaces for many
+    /// matrices.
     ///
     /// Never fails because of a candidate: a configuration the toolchain rejects, a
     /// duplicate, or a line the schema rejects gets its status
@@ -328,84 +464,19 @@ impl Model {
     ///
     /// # Errors
     ///
-    /// Unknown head ([`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument)) or an
+    /// Unknown head ([`ErrorKind::UnknownHead`](crate::ErrorKind::UnknownHead)) or an
     /// executor failure.
-    pub fn prepare_space<S: ScheduleSpace>(
+    pub fn prepare_space<S>(
         &self,
         head: &str,
         space: &S,
         shape: &MatrixShape,
-    ) -> Result<SpaceCandidates<S::Config>> {
-        self.prepare_space_inner(head, space, shape, None)
-    }
-
-    /// As [`Model::prepare_space`], reusing the schedule embeddings of an earlier call with
-    /// the same model, head and lines from `cache` (see the module docs).
-    ///
-    /// # Errors
-    ///
-    /// As [`Model::prepare_space`].
-    pub fn prepare_space_cached<S: ScheduleSpace>(
-        &self,
-        head: &str,
-        space: &S,
-        shape: &MatrixShape,
-        cache: &SpaceCache,
-    ) -> Result<SpaceCandidates<S::Config>> {
-        self.prepare_space_inner(head, space, shape, Some(cache))
-    }
-
-    fn prepare_space_inner<S: ScheduleSpace>(
-        &self,
-        head: &str,
-        space: &S,
-        shape: &MatrixShape,
-        cache: Option<&SpaceCache>,
-    ) -> Result<SpaceCandidates<S::Config>> {
-        // Fail on an unknown head before enumerating.
-        self.schema(head)?;
-        let list = space.candidates(shape);
-        let default_index = list.default_index;
-        let n = list.items.len();
-        let mut configs = Vec::with_capacity(n);
-        let mut space_statuses = Vec::with_capacity(n);
-        let mut lines = Vec::with_capacity(n);
-        for c in list.items {
-            configs.push(c.config);
-            space_statuses.push(c.status);
-            lines.push(c.line);
-        }
-        let model_hash = self.info().content_hash;
-        let hash = hash_lines(&lines);
-        let (lines, set) = match cache.and_then(|c| c.get(model_hash, head, hash, &lines)) {
-            Some(hit) => hit,
-            None => {
-                let set = Arc::new(self.prepare_candidates(head, &lines)?);
-                let lines = Arc::new(lines);
-                if let Some(cache) = cache {
-                    cache.insert(CacheEntry {
-                        model: model_hash,
-                        head: head.to_owned(),
-                        hash,
-                        lines: Arc::clone(&lines),
-                        set: Arc::clone(&set),
-                    });
-                }
-                (lines, set)
-            }
-        };
-        let mut out = SpaceCandidates {
-            space_name: space.name(),
-            shape: *shape,
-            configs,
-            space_statuses,
-            lines,
-            set,
-            default_index,
-            ranked: 0,
-        };
-        out.ranked = (0..n).filter(|&i| out.is_ranked(i)).count();
-        Ok(out)
+    ) -> Result<SpaceCandidates<S::Config>>
+    where
+        S: ScheduleSpace + Clone + Send + Sync + 'static,
+    {
+        let prepared = self.prepare_schedule_space(head, space.clone())?;
+        self.space_candidates(&prepared, shape)
     }
 
     /// Scores every candidate for one matrix: the model's score for ranked candidates and
@@ -416,16 +487,32 @@ impl Model {
     ///
     /// Wrong buffer length, an embedding or candidates from another model, or an executor
     /// failure.
-    pub fn score_space_into<C>(
+    pub fn score_space_into<C: SpaceConfig>(
         &self,
         matrix: &MatrixEmbedding,
         candidates: &SpaceCandidates<C>,
         out: &mut [f32],
     ) -> Result<()> {
-        // `score_into` checks the buffer length: the set has one entry per space candidate.
-        self.score_into(matrix, &candidates.set, out)?;
-        for (i, s) in out.iter_mut().enumerate() {
-            if i != candidates.default_index && !candidates.is_ranked(i) {
+        if out.len() != candidates.len() {
+            return Err(Error::invalid_argument(format!(
+                "output buffer holds {} scores but the space has {} candidates",
+                out.len(),
+                candidates.len()
+            )));
+        }
+        let n = candidates.prepared.len;
+        self.score_into(matrix, &candidates.prepared.set, &mut out[..n])?;
+        let overlay = &candidates.overlay;
+        if !overlay.indices.is_empty() {
+            let mut extra = vec![0.0f32; overlay.set.len()];
+            self.score_into(matrix, &overlay.set, &mut extra)?;
+            for (&i, &s) in overlay.indices.iter().zip(&extra) {
+                out[i] = s;
+            }
+        }
+        let default = candidates.default_index;
+        for (i, s) in out.iter_mut().enumerate().take(n) {
+            if i != default && !candidates.statuses.is_valid(i) {
                 *s = f32::NAN;
             }
         }
@@ -439,7 +526,7 @@ impl Model {
     /// # Errors
     ///
     /// As [`Model::score_space_into`].
-    pub fn top_k_with_default<C>(
+    pub fn top_k_with_default<C: SpaceConfig>(
         &self,
         matrix: &MatrixEmbedding,
         candidates: &SpaceCandidates<C>,
@@ -450,26 +537,13 @@ impl Model {
         let polarity = self.head(candidates.head())?.info.polarity;
         let default = candidates.default_index;
         let default_score = scores.get(default).copied().unwrap_or(f32::NAN);
-        let default_ranked = candidates.is_ranked(default);
         // The default is scored even when it is not ranked; keep it out of the ranking then.
-        if !default_ranked {
+        if !candidates.is_ranked(default) {
             if let Some(s) = scores.get_mut(default) {
                 *s = f32::NAN;
             }
         }
         let top = top_k_indices(&scores, k, polarity);
-        // Rank of a score: ranked candidates strictly better (score, then index).
-        let rank_of = |index: usize, score: f32| -> Option<usize> {
-            if score.is_nan() {
-                return None;
-            }
-            let before = scores.iter().enumerate().filter(|&(j, &t)| {
-                !t.is_nan()
-                    && j != index
-                    && polarity.compare(t, score).then(j.cmp(&index)) == std::cmp::Ordering::Less
-            });
-            Some(before.count())
-        };
         let mut entries: Vec<SpaceRanked> = top
             .iter()
             .enumerate()
@@ -488,7 +562,7 @@ impl Model {
                     index: default,
                     score: default_score,
                     is_default: true,
-                    rank: rank_of(default, default_score),
+                    rank: rank_of(&scores, default, default_score, polarity),
                 });
                 entries.len() - 1
             }
@@ -499,5 +573,27 @@ impl Model {
             top_len,
             ranked: candidates.ranked,
         })
+    }
+}
+
+impl<C: SpaceConfig> SpaceCandidates<C> {
+    fn count_ranked(&self) -> usize {
+        let n = self.prepared.len;
+        let set = &self.prepared.set;
+        // Valid for the shape and for the schema; the overlay's verdicts replace the base's.
+        let mut ranked = 0;
+        for i in 0..n {
+            if self.statuses.is_valid(i) {
+                let ok = match self.overlay.position(i) {
+                    Some(pos) => self.overlay.set.status(pos).is_some_and(|s| s.is_valid()),
+                    None => set.status(i).is_some_and(|s| s.is_valid()),
+                };
+                ranked += usize::from(ok);
+            }
+        }
+        if self.appended_default.is_some() && self.is_ranked(n) {
+            ranked += 1;
+        }
+        ranked
     }
 }

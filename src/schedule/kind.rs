@@ -280,6 +280,13 @@ pub(crate) trait KindCodec {
     fn check(&self, value: &FieldValue) -> Result<(), Rejection>;
     /// Writes `width()` columns; `value` has passed `check`.
     fn encode(&self, value: &FieldValue, out: &mut [f32]);
+    /// `parse` then `encode`, writing `width()` columns (the batch encoder's path: kinds whose
+    /// values allocate override it).
+    fn parse_encode(&self, tokens: &[&str], out: &mut [f32]) -> Result<(), Rejection> {
+        let value = self.parse(tokens)?;
+        self.encode(&value, out);
+        Ok(())
+    }
     /// Appends the field's text tokens, space-separated; `value` has passed `check`.
     fn write(&self, value: &FieldValue, out: &mut String);
     /// The kind's parameters as schema JSON (everything except `name` and `kind`).
@@ -393,6 +400,35 @@ impl KindCodec for PermutationKind {
             }),
             other => Err(wrong_value_kind(other, self.name())),
         }
+    }
+
+    /// Without building the order vector when the permutation is short (the common case).
+    fn parse_encode(&self, tokens: &[&str], out: &mut [f32]) -> Result<(), Rejection> {
+        let n = self.symbols.len();
+        if n > 64 || tokens.len() != n {
+            let value = self.parse(tokens)?;
+            self.encode(&value, out);
+            return Ok(());
+        }
+        let Some(out) = out.get_mut(..n * n) else {
+            return Ok(());
+        };
+        out.fill(0.0);
+        let mut seen = 0u64;
+        for (pos, token) in tokens.iter().enumerate() {
+            match self.symbols.iter().position(|s| s == token) {
+                Some(sym) if seen & (1 << sym) == 0 => {
+                    seen |= 1 << sym;
+                    out[sym * n + pos] = 1.0;
+                }
+                // Unknown or repeated: the full parser builds the exact message.
+                _ => {
+                    self.parse(tokens)?;
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 
     fn encode(&self, value: &FieldValue, out: &mut [f32]) {

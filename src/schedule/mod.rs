@@ -17,6 +17,7 @@
 //! encoding it again only checks that it belongs to the schema it is encoded with.
 
 mod encode;
+mod examples;
 mod kind;
 mod parse;
 mod registry;

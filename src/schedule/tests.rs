@@ -347,7 +347,7 @@ fn unified_spade_lines_parse_encode_and_print() {
     assert_eq!(schema.format(&p.schedule), "4 1024 32 6 7 2 4 1 3 5 0 0 0");
 
     // The whole mapped space for a matrix whose column count is not a power of two.
-    let space = Mapped(SpadeSpace::new(Kernel::SpMM));
+    let space = Mapped(SpadeSpace::new(Kernel::SpMM).unwrap());
     let list = space.candidates(&MatrixShape::new(1000, 4801, 20000));
     let batch = schema.encode_batch(&list.lines());
     assert_eq!(batch.len(), 256);

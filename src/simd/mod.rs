@@ -32,6 +32,8 @@ use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 
+pub mod gemm;
+
 /// An instruction-set level of the numeric kernels, ordered from least to most capable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SimdLevel {

@@ -19,7 +19,9 @@ impl From<crate::Error> for tvm_ffi::Error {
         let kind = match e.kind() {
             ErrorKind::Pattern { .. }
             | ErrorKind::Schedule { .. }
-            | ErrorKind::InvalidArgument { .. } => tvm_ffi::VALUE_ERROR,
+            | ErrorKind::InvalidArgument { .. }
+            | ErrorKind::UnknownHead { .. }
+            | ErrorKind::UnsupportedKernel { .. } => tvm_ffi::VALUE_ERROR,
             _ => tvm_ffi::RUNTIME_ERROR,
         };
         let mut message = e.to_string();

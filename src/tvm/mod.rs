@@ -1,6 +1,8 @@
 //! Apache TVM FFI module (feature `tvm`): `__tvm_ffi_dashrank_*` exports in the cdylib, so
 //! that `tvm_ffi.load_module("libdashrank.so")` (SparseTIR/TVM users driving tuning from
-//! Python) can load a model and rank schedules for a CSR matrix given as DLPack tensors.
+//! Python) can load a model, rank schedule lines for a CSR matrix given as DLPack tensors, and
+//! rank and tune any toolchain's whole space (TACO, SPADE, SparseTIR; [`space`]) with the
+//! toolchain default always reported.
 //!
 //! A thin shell over the Rust API: every export only converts its arguments (DLPack tensors
 //! are borrowed through [`CsrView`](crate::pattern::CsrView), results are returned as
@@ -10,18 +12,18 @@
 //! (raised as `InternalError`), so none crosses the boundary. See `docs/tvm.md`.
 
 mod convert;
+mod space;
 
 use tvm_ffi::derive::{Object, ObjectRef};
 use tvm_ffi::{
-    tvm_ffi_dll_export_typed_func, Any, Array, Object, ObjectArc, Result, String as FfiString,
-    Tensor, TensorView,
+    tvm_ffi_dll_export_typed_func, Array, Object, ObjectArc, Result, String as FfiString, Tensor,
+    TensorView,
 };
 
 use crate::model::ScorePolarity;
-use crate::schedule::space::{Kernel, Mapped, MatrixShape, ScheduleSpace, SparseTirSpace};
 use crate::{CostModel, LoadOptions, Model};
 
-use convert::{csr_pattern, size, tensor_from_slice, value_error};
+use convert::{csr_pattern, size, tensor_from_slice};
 
 /// The object behind a `dashrank.Model` handle.
 #[repr(C)]
@@ -43,7 +45,7 @@ pub struct DashrankModel {
 }
 
 impl DashrankModel {
-    fn model(&self) -> &Model {
+    pub(crate) fn model(&self) -> &Model {
         &self.data.model
     }
 }
@@ -91,68 +93,11 @@ fn model_heads(model: DashrankModel) -> Result<Array<FfiString>> {
 /// `"higher_is_better"`.
 fn head_polarity(model: DashrankModel, head: FfiString) -> Result<FfiString> {
     let info = model.model().info();
-    let h = info
-        .head(head.as_str())
-        .ok_or_else(|| value_error(&format!("the model has no head '{}'", head.as_str())))?;
+    let h = info.head(head.as_str())?;
     Ok(FfiString::from(match h.polarity {
         ScorePolarity::LowerIsBetter => "lower_is_better",
         ScorePolarity::HigherIsBetter => "higher_is_better",
     }))
-}
-
-/// `dashrank_sparsetir_space(kernel: str, feat_size: int, nrows: int, ncols: int, nnz: int,
-/// unified: bool) -> [lines: Array[str], valid: Tensor[int64], default_index: int]`.
-///
-/// The SparseTIR GPU space for a matrix shape: every configuration's line (COGNATE unified
-/// form when `unified`, for heads whose schema parses unified lines), the positions of the
-/// valid, non-duplicate ones, and the position of SparseTIR's default configuration.
-fn sparsetir_space(
-    kernel: FfiString,
-    feat_size: i64,
-    nrows: i64,
-    ncols: i64,
-    nnz: i64,
-    unified: bool,
-) -> Result<Array<Any>> {
-    let kernel = match kernel.as_str() {
-        "spmm" => Kernel::SpMM,
-        "sddmm" => Kernel::SDDMM,
-        other => {
-            return Err(value_error(&format!(
-                "unknown kernel '{other}' (expected 'spmm' or 'sddmm')"
-            )))
-        }
-    };
-    let feat_size = u32::try_from(feat_size)
-        .map_err(|_| value_error(&format!("feat_size out of range: {feat_size}")))?;
-    let shape = MatrixShape::new(
-        size(nrows, "nrows")?,
-        size(ncols, "ncols")?,
-        size(nnz, "nnz")?,
-    );
-    let space = SparseTirSpace::new(kernel, feat_size);
-    let list = if unified {
-        Mapped(space).candidates(&shape)
-    } else {
-        space.candidates(&shape)
-    };
-    let lines: Array<FfiString> = list
-        .items
-        .iter()
-        .map(|c| FfiString::from(c.line.as_str()))
-        .collect();
-    let valid: Vec<i64> = list
-        .items
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| c.status.is_valid())
-        .map(|(i, _)| i as i64)
-        .collect();
-    Ok(Array::new(vec![
-        Any::from(lines),
-        Any::from(tensor_from_slice(&valid)?),
-        Any::from(list.default_index as i64),
-    ]))
 }
 
 /// Scores every line for the matrix: (the model, its scores in line order, NaN = invalid).
@@ -223,6 +168,14 @@ tvm_ffi_dll_export_typed_func!(dashrank_load_model, load_model);
 tvm_ffi_dll_export_typed_func!(dashrank_load_model_with, load_model_with);
 tvm_ffi_dll_export_typed_func!(dashrank_model_heads, model_heads);
 tvm_ffi_dll_export_typed_func!(dashrank_head_polarity, head_polarity);
-tvm_ffi_dll_export_typed_func!(dashrank_sparsetir_space, sparsetir_space);
 tvm_ffi_dll_export_typed_func!(dashrank_rank_csr, rank_csr);
 tvm_ffi_dll_export_typed_func!(dashrank_score_csr, score_csr);
+tvm_ffi_dll_export_typed_func!(dashrank_embed_csr, space::embed_csr);
+tvm_ffi_dll_export_typed_func!(dashrank_prepare_space, space::prepare_space);
+tvm_ffi_dll_export_typed_func!(dashrank_space_summary, space::space_summary);
+tvm_ffi_dll_export_typed_func!(dashrank_space_lines, space::space_lines);
+tvm_ffi_dll_export_typed_func!(dashrank_space_states, space::space_states);
+tvm_ffi_dll_export_typed_func!(dashrank_space_message, space::space_message);
+tvm_ffi_dll_export_typed_func!(dashrank_space_render, space::space_render);
+tvm_ffi_dll_export_typed_func!(dashrank_space_rank, space::space_rank);
+tvm_ffi_dll_export_typed_func!(dashrank_space_tune, space::space_tune);

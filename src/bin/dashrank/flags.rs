@@ -7,8 +7,15 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const EXAMPLES: &str = "\
 Examples:
-  # the 10 best candidates for one matrix (table, or --json)
+  # the 10 best candidates for one matrix (table, or --format json)
   dashrank rank --model models/waco-spmm --matrix m.csr --candidates schedules.txt --top 10
+
+  # TACO's whole SpMM space for a matrix: the top 5 and the TACO default as TACO commands
+  dashrank rank --model models/waco-spmm --matrix m.mtx --space taco --top 5 --format taco
+
+  # measure the top 5 and the default with your own command, keep the fastest
+  dashrank tune --model models/waco-spmm --matrix m.mtx --space taco --top 5 \\
+      --measure-cmd './bench-taco.sh {}' --timeout 60
 
   # evaluate against measured runtimes; exit 2 if any matrix has tau < 0.5
   dashrank eval --model models/waco-spmm \\
@@ -36,17 +43,28 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Rank candidate schedules for one or more matrices.
+    /// Rank candidate schedules (a file of lines, or a toolchain's whole space with its
+    /// default) for one or more matrices.
     Rank(RankArgs),
-    /// Evaluate a model against measured runtimes (rank correlation, top-k loss), for CI.
+    /// Measure the top k of a toolchain's space and its default with a command; keep the
+    /// fastest.
+    Tune(TuneArgs),
+    /// Evaluate a model against measured runtimes (rank correlation, top-k loss), for CI;
+    /// `--shard I/N` evaluates one part and writes a partial report.
     Eval(EvalArgs),
+    /// Merge the partial reports of `eval --shard 1/N … N/N` into the report of one run.
+    Merge(MergeArgs),
     /// Print a model's metadata, heads, schemas and dimensions.
     Inspect(InspectArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum BackendArg {
+    /// dashrank's own engine (pure Rust, every bundle the exporter writes).
+    Native,
+    /// tract (build feature `tract`).
     Tract,
+    /// ONNX Runtime from --ort-lib (build feature `onnxruntime`).
     Onnxruntime,
 }
 
@@ -56,7 +74,7 @@ pub struct ModelArgs {
     #[arg(long, value_name = "DIR")]
     pub model: PathBuf,
     /// Engine for the dense ONNX graphs.
-    #[arg(long, value_enum, default_value = "tract")]
+    #[arg(long, value_enum, default_value = "native")]
     pub backend: BackendArg,
     /// libonnxruntime shared library (required with --backend onnxruntime).
     #[arg(long, value_name = "FILE")]
@@ -67,12 +85,70 @@ pub struct ModelArgs {
     /// Head to use (default: the model's only head).
     #[arg(long)]
     pub head: Option<String>,
+    /// Load heads trained with another featurizer or mapper than the bundle's (experts only;
+    /// each mismatch is printed as a warning). Corrupted files are refused either way.
+    #[arg(long)]
+    pub allow_provenance_mismatch: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SpaceArg {
+    /// TACO (CPU), WACO's SuperSchedule space.
+    Taco,
+    /// The SPADE accelerator.
+    Spade,
+    /// SparseTIR (GPU).
+    Sparsetir,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KernelArg {
+    Spmm,
+    Sddmm,
+    Spmv,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// A table.
+    Table,
+    /// JSON.
+    Json,
+    /// Each reported candidate in its toolchain's form: TACO commands, SPADE CSV rows,
+    /// SparseTIR JSON (with --space only).
+    #[value(alias = "toolchain")]
+    Taco,
+}
+
+/// Which toolchain space, for which kernel.
+#[derive(Args)]
+pub struct SpaceArgs {
+    /// Kernel of the space (default: the kernel of --head, or of the model's one head for the
+    /// space).
+    #[arg(long, value_enum)]
+    pub kernel: Option<KernelArg>,
+    /// SparseTIR feature size (dense columns of SpMM's B, SDDMM's reduction length).
+    #[arg(long, value_name = "F", default_value_t = 128)]
+    pub feat_size: u32,
+    /// Cut a TACO space's split and chunk lists at N (e.g. 4: 7 776 SpMM schedules instead
+    /// of WACO's 611 712).
+    #[arg(long, value_name = "N")]
+    pub max_split: Option<u32>,
 }
 
 #[derive(Args)]
-#[command(
-    after_help = "Example:\n  dashrank rank --model models/waco-spmm \\\n      --matrix ../shared/data/waco/matrices/Trec6_16x16_9.csr \\\n      --candidates ../shared/data/waco/collected/SpMM/Trec6_16x16_9.txt --top 10 --json"
-)]
+#[command(after_help = "\
+Candidates come from --candidates (a file of schedule lines; blank and # lines are skipped,
+line numbers count every line of the file) or from --space (the toolchain's whole space for
+each matrix, the toolchain's default always reported beside the top N).
+
+Examples:
+  dashrank rank --model models/waco-spmm \\
+      --matrix ../shared/data/waco/matrices/Trec6_16x16_9.csr \\
+      --candidates ../shared/data/waco/collected/SpMM/Trec6_16x16_9.txt --top 10 --format json
+  dashrank rank --model models/waco-spmm --matrix m.mtx --space taco --format taco
+  dashrank rank --model tests/data/fixtures/tiny-cognate --matrix m.mtx --space spade \\
+      --kernel sddmm --format json")]
 pub struct RankArgs {
     #[command(flatten)]
     pub model: ModelArgs,
@@ -81,14 +157,65 @@ pub struct RankArgs {
     pub matrix: Vec<PathBuf>,
     /// File of candidate schedules, one per line (an optional `= ms` suffix is shown as the
     /// measured runtime).
-    #[arg(long, value_name = "FILE")]
-    pub candidates: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "space",
+        required_unless_present = "space"
+    )]
+    pub candidates: Option<PathBuf>,
+    /// Rank this toolchain's whole space instead of a file of lines.
+    #[arg(long, value_enum)]
+    pub space: Option<SpaceArg>,
+    #[command(flatten)]
+    pub space_args: SpaceArgs,
     /// How many candidates to print.
     #[arg(long, default_value_t = 10)]
     pub top: usize,
-    /// Print JSON instead of a table.
-    #[arg(long)]
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
     pub json: bool,
+}
+
+#[derive(Args)]
+#[command(after_help = "\
+The measure command runs through `sh -c` once per candidate (the top N, then the toolchain
+default), with `{}` replaced by the candidate in its toolchain's form as one quoted word
+(TACO: `OMP_NUM_THREADS=48 OMP_SCHEDULE=dynamic,16 -f=A:ssds:2,3,0,1 -s=split(i,i1,i0,16) ...`;
+SPADE: a CSV row; SparseTIR: a JSON object). The environment also has DASHRANK_CANDIDATE,
+DASHRANK_LINE and DASHRANK_INDEX. It must print its runtime in milliseconds (the last number
+on stdout, e.g. `1.25` or `time: 1.25 ms`) and exit 0; a non-zero exit, no number, or a run
+past --timeout (its process group is killed) is a failed measurement and is skipped.
+
+Example:
+  dashrank tune --model models/waco-spmm --matrix m.mtx --space taco --max-split 8 \\
+      --measure-cmd 'python3 bench.py {}' --top 5 --timeout 30")]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Matrix file (.csr WACO binary or .mtx Matrix Market).
+    #[arg(long, value_name = "FILE")]
+    pub matrix: PathBuf,
+    /// The toolchain whose space is tuned.
+    #[arg(long, value_enum)]
+    pub space: SpaceArg,
+    #[command(flatten)]
+    pub space_args: SpaceArgs,
+    /// Shell command measuring one candidate; `{}` is replaced by the candidate.
+    #[arg(long, value_name = "CMD")]
+    pub measure_cmd: String,
+    /// How many of the best-ranked candidates to measure (the default is measured too).
+    #[arg(long, default_value_t = 5)]
+    pub top: usize,
+    /// Seconds one measuring run may take.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0)]
+    pub timeout: f64,
+    /// Output format (table or json).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: FormatArg,
 }
 
 #[derive(Args)]
@@ -133,6 +260,34 @@ pub struct EvalArgs {
     /// Never show the progress bar (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// Evaluate only shard I of N (1-based; the measured files sorted by name, every N-th
+    /// from the I-th) and write a partial report with --json-out, for `dashrank merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+}
+
+#[derive(Args)]
+#[command(after_help = "\
+Combines the partial reports of `dashrank eval --shard 1/N` ... `--shard N/N` (same model,
+head, directories, default and thresholds) into the report one unsharded `dashrank eval`
+writes, byte for byte. Thresholds are checked again on all matrices (exit 2 on failure).
+
+Example:
+  for i in 1 2 3; do
+    dashrank eval --model models/waco-spmm --measured M --matrices X --shard $i/3 \\
+        --json-out part-$i.json
+  done
+  dashrank merge part-*.json --json-out report.json")]
+pub struct MergeArgs {
+    /// Partial reports written by `dashrank eval --shard I/N --json-out`.
+    #[arg(required = true, value_name = "PARTIAL")]
+    pub partials: Vec<PathBuf>,
+    /// Write the merged report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json_out: Option<PathBuf>,
+    /// Write one SVG plot per matrix into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub svg_dir: Option<PathBuf>,
 }
 
 #[derive(Args)]

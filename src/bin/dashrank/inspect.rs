@@ -4,7 +4,6 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use dashrank::schedule::{FieldKind, FieldValue, Schema};
 use dashrank::{CostModel, CsrPattern, Model};
 
 use crate::flags::InspectArgs;
@@ -17,7 +16,18 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
     writeln!(out, "family:            {}", info.family)?;
     writeln!(out, "model name:        {}", info.model_name)?;
     writeln!(out, "format version:    {}", info.format_version)?;
-    writeln!(out, "backend:           {}", info.backend)?;
+    writeln!(
+        out,
+        "backend:           {} (SIMD {})",
+        info.backend, info.simd
+    )?;
+    writeln!(out, "engines:")?;
+    for e in &info.engines {
+        match &e.note {
+            Some(note) => writeln!(out, "  {}: {} ({note})", e.file, e.engine)?,
+            None => writeln!(out, "  {}: {}", e.file, e.engine)?,
+        }
+    }
     writeln!(out, "featurizer output: {}", info.featurizer_dim)?;
     writeln!(out, "matrix embedding:  {}", info.matrix_embedding_dim)?;
     let n = &info.shape_normalization;
@@ -26,12 +36,13 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
         writeln!(out, "  {f:?}: mean {m}, std {s}")?;
     }
     writeln!(out, "content hash:      {:016x}", info.content_hash)?;
+    print_integrity(&mut out, &info.integrity)?;
     let heads: Vec<_> = match &args.model.head {
         Some(name) => vec![crate::pick_head(&model, Some(name))?],
         None => info.heads.iter().map(|h| h.name.clone()).collect(),
     };
     for name in &heads {
-        let h = info.head(name).context("head vanished")?;
+        let h = info.head(name)?;
         writeln!(
             out,
             "head {}: kernel {}, target {}, {}, schema '{}' ({} columns), schedule embedding {}",
@@ -45,6 +56,13 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
         )?;
         if !h.score_meaning.is_empty() {
             writeln!(out, "  score: {}", h.score_meaning)?;
+        }
+        if let Some(c) = h.cost {
+            writeln!(
+                out,
+                "  native work: {} MAC per candidate to prepare ({} floats stored), {} per matrix, {} per (matrix, candidate)",
+                c.prepare_macs, c.stored_floats, c.matrix_macs, c.score_macs
+            )?;
         }
         writeln!(out, "  schema: {}", model.schema(&h.name)?.to_json())?;
     }
@@ -68,6 +86,33 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
     }
 }
 
+/// The provenance hashes and the manifest (all verified at load).
+fn print_integrity(out: &mut impl Write, integrity: &dashrank::BundleIntegrity) -> Result<()> {
+    writeln!(out, "featurizer sha256: {}", integrity.featurizer_sha256)?;
+    writeln!(out, "mapper sha256:     {}", integrity.mapper_sha256)?;
+    writeln!(
+        out,
+        "manifest ({} files, sizes and SHA-256 verified at load):",
+        integrity.files.len()
+    )?;
+    for e in &integrity.files {
+        let head = e
+            .head
+            .as_deref()
+            .map(|h| format!(", head {h}"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {}  {:>10}  {} ({}{head})",
+            e.sha256, e.bytes, e.name, e.role
+        )?;
+    }
+    for warning in &integrity.provenance_overrides {
+        writeln!(out, "provenance override: {warning}")?;
+    }
+    Ok(())
+}
+
 /// Embeds a small synthetic matrix and scores a few schedules built from each head's schema;
 /// returns one line of findings per step.
 fn check(model: &Model, heads: &[String]) -> Result<Vec<String>> {
@@ -83,17 +128,13 @@ fn check(model: &Model, heads: &[String]) -> Result<Vec<String>> {
     )];
     for head in heads {
         let schema = model.schema(head)?;
-        let lines = synthetic_schedules(schema, 4)
+        let lines = schema
+            .example_lines(4)
             .with_context(|| format!("building schedules from the schema of head {head}"))?;
         let set = model
             .prepare_candidates(head, &lines)
             .with_context(|| format!("embedding schedules for head {head}"))?;
-        if let Some((i, dashrank::CandidateStatus::Invalid(e))) = set
-            .statuses()
-            .iter()
-            .enumerate()
-            .find(|(_, s)| !s.is_valid())
-        {
+        if let Some((i, e)) = set.errors().next() {
             anyhow::bail!(
                 "head {head}: synthetic schedule '{}' rejected: {e}",
                 lines[i]
@@ -138,32 +179,4 @@ fn synthetic_pattern() -> Result<CsrPattern> {
         row_ptr.push(col_idx.len());
     }
     Ok(CsrPattern::new(n, n, row_ptr, col_idx)?)
-}
-
-/// `count` schedules that are valid for `schema`: schedule `i` takes value `i mod len` of each
-/// choice and the identity loop order rotated by `i`.
-fn synthetic_schedules(schema: &Schema, count: usize) -> Result<Vec<String>> {
-    (0..count)
-        .map(|i| {
-            let values = schema
-                .fields()
-                .iter()
-                .map(|f| match f.kind() {
-                    FieldKind::Choice(c) => Ok(FieldValue::Choice(i % c.values().len().max(1))),
-                    FieldKind::Permutation(p) => {
-                        let n = p.symbols().len();
-                        Ok(FieldValue::Permutation(
-                            (0..n).map(|k| (k + i) % n).collect(),
-                        ))
-                    }
-                    other => anyhow::bail!(
-                        "field '{}' has kind '{}', which the check cannot generate",
-                        f.name(),
-                        other.name()
-                    ),
-                })
-                .collect::<Result<Vec<_>>>()?;
-            Ok(schema.format(&schema.schedule_from_values(values)?))
-        })
-        .collect()
 }

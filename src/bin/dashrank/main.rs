@@ -7,7 +7,9 @@ mod eval;
 mod flags;
 mod inspect;
 mod rank;
+mod space;
 mod svg;
+mod tune;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -48,7 +50,9 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match &cli.command {
         Command::Rank(args) => rank::run(args).map(|()| ExitCode::SUCCESS),
+        Command::Tune(args) => tune::run(args).map(|()| ExitCode::SUCCESS),
         Command::Eval(args) => eval::run(args),
+        Command::Merge(args) => eval::merge(args),
         Command::Inspect(args) => inspect::run(args),
     }
 }
@@ -62,7 +66,14 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 /// Loads the bundle named by the flags.
 pub fn load_model(args: &ModelArgs) -> Result<Model> {
+    load_model_with(args, false)
+}
+
+/// Loads the bundle named by the flags; `deterministic` pins the dense graphs to one thread
+/// so scores are bit-identical on any load (see `LoadOptions::deterministic`).
+pub fn load_model_with(args: &ModelArgs, deterministic: bool) -> Result<Model> {
     let backend = match args.backend {
+        BackendArg::Native => Backend::Native,
         BackendArg::Tract => Backend::Tract,
         BackendArg::Onnxruntime => Backend::OnnxRuntime {
             library: args
@@ -80,10 +91,16 @@ pub fn load_model(args: &ModelArgs) -> Result<Model> {
     let options = LoadOptions {
         backend,
         threads: args.threads,
+        deterministic,
+        allow_provenance_mismatch: args.allow_provenance_mismatch,
         ..LoadOptions::default()
     };
-    Model::load(&args.model, &options)
-        .with_context(|| format!("loading model {}", args.model.display()))
+    let model = Model::load(&args.model, &options)
+        .with_context(|| format!("loading model {}", args.model.display()))?;
+    for warning in &model.info().integrity.provenance_overrides {
+        eprintln!("warning: {warning} (accepted: --allow-provenance-mismatch)");
+    }
+    Ok(model)
 }
 
 /// Reads a matrix by extension: `.csr` (WACO binary) or `.mtx` (Matrix Market).
@@ -101,21 +118,5 @@ pub fn read_matrix(path: &Path) -> Result<CsrPattern> {
 
 /// The head named by `--head`, or the model's only head.
 pub fn pick_head(model: &Model, head: Option<&str>) -> Result<String> {
-    let heads = &model.info().heads;
-    let names = || {
-        heads
-            .iter()
-            .map(|h| h.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match head {
-        Some(h) if model.info().head(h).is_some() => Ok(h.to_string()),
-        Some(h) => bail!("the model has no head '{h}' (heads: {})", names()),
-        None if heads.len() == 1 => Ok(heads[0].name.clone()),
-        None => bail!(
-            "the model has several heads; choose one with --head ({})",
-            names()
-        ),
-    }
+    Ok(model.info().head_or_only(head)?.name.clone())
 }

@@ -1,61 +1,215 @@
-//! `dashrank rank`: the top-k candidates for each matrix, as a table or JSON.
+//! `dashrank rank`: the top candidates for each matrix, from a file of lines or from a
+//! toolchain's whole space (default always reported), as a table, JSON, or toolchain text.
 
 use std::io::Write;
+use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
-use dashrank::{eval, CandidateStatus, CostModel};
+use anyhow::{bail, Context, Result};
+use dashrank::rank::top_k_indices;
+use dashrank::schedule::space::MatrixShape;
+use dashrank::workflow::{self, SpaceRankReport};
+use dashrank::{eval, CostModel, Error, ErrorKind};
 use serde_json::json;
 
-use crate::flags::RankArgs;
+use crate::flags::{FormatArg, RankArgs};
+use crate::space::resolve_space;
 use crate::{load_model, pick_head, read_matrix};
 
 pub fn run(args: &RankArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.candidates)
-        .with_context(|| format!("reading candidates {}", args.candidates.display()))?;
-    let lines: Vec<&str> = text
+    let format = if args.json {
+        FormatArg::Json
+    } else {
+        args.format
+    };
+    match (&args.candidates, args.space) {
+        (Some(path), None) => run_lines(args, path, format),
+        (None, Some(_)) => run_space(args, format),
+        _ => bail!("give either --candidates FILE or --space"),
+    }
+}
+
+/// The matrix name: the file stem.
+pub fn matrix_name(path: &Path) -> String {
+    path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    )
+}
+
+// === --space ===
+
+fn run_space(args: &RankArgs, format: FormatArg) -> Result<()> {
+    let model = load_model(&args.model)?;
+    let space_arg = args.space.context("--space missing")?;
+    let (head, space) = resolve_space(
+        &model,
+        args.model.head.as_deref(),
+        space_arg,
+        &args.space_args,
+    )?;
+    // The schedule side is prepared once; each matrix only gets its statuses.
+    let prepared = workflow::prepare_once(&model, Some(&head), &space)
+        .with_context(|| format!("preparing space {}", space.entry().name))?;
+    let mut reports = Vec::new();
+    let mut out = std::io::stdout().lock();
+    for path in &args.matrix {
+        let pattern = read_matrix(path)?;
+        let matrix = model
+            .embed_matrix(&pattern)
+            .with_context(|| format!("embedding matrix {}", path.display()))?;
+        let shape = MatrixShape::from(&pattern);
+        let candidates = model
+            .space_candidates(&prepared, &shape)
+            .with_context(|| format!("space {} for {}", space.entry().name, path.display()))?;
+        let top = model.top_k_with_default(&matrix, &candidates, args.top)?;
+        let report = SpaceRankReport::new(&matrix_name(path), &candidates, &top)?;
+        match format {
+            FormatArg::Json => reports.push(report),
+            FormatArg::Table => print_space_table(&mut out, &report)?,
+            FormatArg::Taco => print_toolchain(&mut out, &report)?,
+        }
+    }
+    if format == FormatArg::Json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&reports)?)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn print_space_table(out: &mut impl Write, r: &SpaceRankReport) -> Result<()> {
+    writeln!(
+        out,
+        "matrix {}: {} x {}, {} nonzeros; space {} ({} candidates, {} ranked), head {}",
+        r.matrix, r.rows, r.cols, r.nnz, r.space, r.candidates, r.ranked, r.head
+    )?;
+    writeln!(out, "{:>6}  {:>7}  {:>12}  line", "rank", "index", "score")?;
+    for e in &r.entries {
+        let rank = e.rank.map_or_else(|| "-".to_owned(), |r| r.to_string());
+        let score = e
+            .score
+            .map_or_else(|| "-".to_owned(), |s| format!("{s:.5}"));
+        let mark = if e.is_default {
+            format!("  (toolchain default; {})", e.status)
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{rank:>6}  {:>7}  {score:>12}  {}{mark}",
+            e.index, e.line
+        )?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Each entry as the toolchain reads it; `#` lines say what it is.
+fn print_toolchain(out: &mut impl Write, r: &SpaceRankReport) -> Result<()> {
+    writeln!(
+        out,
+        "# {}: space {}, head {}; top {} of {} ranked, then the toolchain default",
+        r.matrix,
+        r.space,
+        r.head,
+        r.entries.len() - usize::from(r.default_position + 1 == r.entries.len()),
+        r.ranked
+    )?;
+    for e in &r.entries {
+        let rank = e.rank.map_or_else(|| "-".to_owned(), |r| r.to_string());
+        let score = e
+            .score
+            .map_or_else(|| "-".to_owned(), |s| format!("{s:.5}"));
+        let default = if e.is_default {
+            ", toolchain default"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "# rank {rank}, candidate {}, score {score}{default}",
+            e.index
+        )?;
+        writeln!(out, "{}", e.toolchain)?;
+    }
+    Ok(())
+}
+
+// === --candidates ===
+
+fn run_lines(args: &RankArgs, path: &Path, format: FormatArg) -> Result<()> {
+    if format == FormatArg::Taco {
+        bail!("--format taco prints a space's candidates in their toolchain's form: use it with --space");
+    }
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading candidates {}", path.display()))?;
+    // (1-based line number in the file, line): blank and comment lines are not candidates
+    // but are counted, so numbers match what an editor shows.
+    let entries: Vec<(usize, &str)> = text
         .lines()
-        .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
         .collect();
+    if entries.is_empty() {
+        bail!(
+            "{}: no schedule lines (blank lines and lines starting with # are skipped)",
+            path.display()
+        );
+    }
+    let lines: Vec<&str> = entries.iter().map(|(_, l)| *l).collect();
     let model = load_model(&args.model)?;
     let head = pick_head(&model, args.model.head.as_deref())?;
     let set = model.prepare_candidates(&head, &lines)?;
+    let problems: Vec<(usize, String)> = set
+        .errors()
+        .map(|(i, e)| (entries[i].0, problem(e)))
+        .collect();
+    if set.valid_count() == 0 {
+        bail!(
+            "{}: none of its {} schedule lines is valid for head {head} (line {}: {})",
+            path.display(),
+            lines.len(),
+            problems[0].0,
+            problems[0].1
+        );
+    }
     let info = model.info();
-    let polarity = info.head(&head).context("head vanished")?.polarity;
+    let polarity = info.head(&head)?.polarity;
+    let measured_ms = set.measured_ms();
     let mut out = std::io::stdout().lock();
     let mut reports = Vec::new();
-    for path in &args.matrix {
-        let pattern = read_matrix(path)?;
+    for matrix_path in &args.matrix {
+        let pattern = read_matrix(matrix_path)?;
         let started = Instant::now();
         let embedding = model
             .embed_matrix(&pattern)
-            .with_context(|| format!("embedding matrix {}", path.display()))?;
+            .with_context(|| format!("embedding matrix {}", matrix_path.display()))?;
         let embed_secs = started.elapsed().as_secs_f64();
+        // Score once; the top k comes from the same scores.
         let mut scores = vec![0.0f32; set.len()];
         model.score_into(&embedding, &set, &mut scores)?;
-        let ranked = model.top_k(&embedding, &set, args.top)?;
+        let ranked = top_k_indices(&scores, args.top, polarity);
         // Quality against the measured runtimes given in the file, if any.
-        let (predicted, measured): (Vec<f32>, Vec<f64>) = set
-            .measured_ms()
+        let (predicted, measured): (Vec<f32>, Vec<f64>) = measured_ms
             .iter()
             .zip(&scores)
             .filter_map(|(m, &s)| m.filter(|_| !s.is_nan()).map(|m| (s, m)))
             .unzip();
         let metrics = eval::ranking_metrics(&eval::oriented(&predicted, polarity), &measured, None);
-        if args.json {
+        if format == FormatArg::Json {
             reports.push(json!({
-                "matrix": path.display().to_string(),
+                "matrix": matrix_path.display().to_string(),
                 "rows": pattern.nrows(), "cols": pattern.ncols(), "nnz": pattern.nnz(),
                 "head": head,
                 "embed_seconds": embed_secs,
-                "top": ranked.iter().map(|r| json!({
-                    "index": r.index, "score": r.score, "schedule": schedule_text(lines[r.index]),
-                    "measured_ms": set.measured_ms()[r.index],
+                "top": ranked.iter().map(|&i| json!({
+                    "index": i, "line": entries[i].0, "score": scores[i],
+                    "schedule": schedule_text(lines[i]),
+                    "measured_ms": measured_ms[i],
                 })).collect::<Vec<_>>(),
-                "invalid": set.statuses().iter().enumerate().filter_map(|(i, s)| match s {
-                    CandidateStatus::Invalid(e) => Some(json!({"index": i, "error": e.to_string()})),
-                    CandidateStatus::Valid => None,
-                }).collect::<Vec<_>>(),
+                "invalid": problems.iter().map(|(line, e)| json!({"line": line, "error": e}))
+                    .collect::<Vec<_>>(),
                 "kendall_tau": metrics.kendall_tau, "spearman_rho": metrics.spearman_rho,
                 "top1_ms": metrics.top1.map(|o| o.chosen_ms),
                 "top5_best_ms": metrics.top5.map(|o| o.chosen_ms),
@@ -66,7 +220,7 @@ pub fn run(args: &RankArgs) -> Result<()> {
         writeln!(
             out,
             "matrix {}: {} x {}, {} nonzeros (embedded in {:.3} s)",
-            path.display(),
+            matrix_path.display(),
             pattern.nrows(),
             pattern.ncols(),
             pattern.nnz(),
@@ -81,31 +235,29 @@ pub fn run(args: &RankArgs) -> Result<()> {
             polarity,
             info.backend,
             set.len(),
-            set.len() - set.valid_count()
+            problems.len()
         )?;
         writeln!(
             out,
             "{:>4}  {:>5}  {:>12}  {:>12}  schedule",
             "rank", "line", "score", "measured_ms"
         )?;
-        for (r, item) in ranked.iter().enumerate() {
-            let measured = set.measured_ms()[item.index]
+        for (r, &i) in ranked.iter().enumerate() {
+            let measured = measured_ms[i]
                 .map(|m| format!("{m:.3}"))
                 .unwrap_or_else(|| "-".into());
             writeln!(
                 out,
                 "{:>4}  {:>5}  {:>12.5}  {:>12}  {}",
                 r + 1,
-                item.index + 1,
-                item.score,
+                entries[i].0,
+                scores[i],
                 measured,
-                schedule_text(lines[item.index])
+                schedule_text(lines[i])
             )?;
         }
-        for (i, status) in set.statuses().iter().enumerate() {
-            if let CandidateStatus::Invalid(e) = status {
-                writeln!(out, "  skipped candidate {}: {e}", i + 1)?;
-            }
+        for (line, e) in &problems {
+            writeln!(out, "  skipped line {line}: {e}")?;
         }
         if let (Some(t1), Some(t5)) = (metrics.top1, metrics.top5) {
             writeln!(
@@ -127,11 +279,38 @@ pub fn run(args: &RankArgs) -> Result<()> {
         }
         writeln!(out)?;
     }
-    if args.json {
+    if format == FormatArg::Json {
         writeln!(out, "{}", serde_json::to_string_pretty(&reports)?)?;
     }
     out.flush()?;
     Ok(())
+}
+
+/// What is wrong with a rejected line, without the batch position the library's message
+/// starts with (the CLI numbers lines by their place in the file instead).
+fn problem(e: &Error) -> String {
+    match e.kind() {
+        ErrorKind::Schedule {
+            field,
+            value,
+            reason,
+            ..
+        } => {
+            let mut text = String::new();
+            if let Some(f) = field {
+                text += &format!("field '{f}' ");
+            }
+            if let Some(v) = value {
+                text += &format!("value '{v}' ");
+            }
+            if text.is_empty() {
+                reason.clone()
+            } else {
+                format!("{}: {reason}", text.trim_end())
+            }
+        }
+        _ => e.to_string(),
+    }
 }
 
 /// A candidate line without its `= ms` suffix.

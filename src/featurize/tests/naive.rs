@@ -44,8 +44,8 @@ fn out_points(pts: &BTreeMap<(i64, i64), Vec<f64>>, t_out: i64) -> BTreeSet<(i64
 pub(super) fn naive(spec: &GraphSpec, p: &CsrPattern) -> Vec<f64> {
     let mut env: HashMap<String, Val> = HashMap::new();
     let mut pts = BTreeMap::new();
-    for r in 0..p.nrows() {
-        for &c in &p.col_idx()[p.row_ptr()[r]..p.row_ptr()[r + 1]] {
+    for (r, cols) in p.rows() {
+        for &c in cols {
             pts.insert((r as i64, i64::from(c)), vec![1.0]);
         }
     }

@@ -91,6 +91,10 @@ fn init_onnxruntime(_library: &std::path::Path) -> Result<()> {
 
 fn init(backend: &Backend) -> Result<()> {
     match backend {
+        Backend::Native => Err(unavailable(
+            "native",
+            "the native engine is not an ort backend (internal error)",
+        )),
         Backend::Tract => init_tract(),
         Backend::OnnxRuntime { library } => init_onnxruntime(library),
     }

@@ -19,17 +19,25 @@ mod ort_graph;
 
 pub(crate) use backend::build_graph;
 
-/// Which engine executes the dense ONNX graphs.
+/// Which engine executes the dense ONNX graphs (matrix embedder, schedule embedders,
+/// predictors). The featurizer always runs natively.
 ///
-/// `ort` selects its engine once per process: the first model loaded fixes it, and loading a
-/// model with a different backend later in the same process fails with a clear error.
+/// `ort` selects its engine once per process: the first model that uses `ort` fixes it, and
+/// a later model asking for the other `ort` backend in the same process fails with a clear
+/// error.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum Backend {
-    /// tract (pure Rust, no external library) through `ort-tract`. The default.
+    /// dashrank's own engine (the default): every graph the exporter writes is compiled at
+    /// load into folded native layers (see `model::native`); a graph it does not recognise
+    /// runs on [`LoadOptions::fallback`](crate::LoadOptions::fallback). Pure Rust, no
+    /// external library, bit-identical scores on every machine.
     #[default]
+    Native,
+    /// tract (pure Rust) through `ort-tract`, for every dense graph (feature `tract`).
     Tract,
     /// ONNX Runtime, loaded from this shared library (e.g. the `libonnxruntime.so.*` shipped
-    /// in the `onnxruntime` PyPI wheel under `onnxruntime/capi/`).
+    /// in the `onnxruntime` PyPI wheel under `onnxruntime/capi/`), for every dense graph
+    /// (feature `onnxruntime`).
     OnnxRuntime {
         /// Path to `libonnxruntime.so` (or `.dylib` / `.dll`).
         library: PathBuf,
@@ -37,12 +45,20 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// Short name used in [`ModelInfo::backend`](crate::model::ModelInfo::backend).
+    /// Short name used in [`ModelInfo`](crate::model::ModelInfo): `native`, `tract`,
+    /// `onnxruntime`.
     pub fn name(&self) -> &'static str {
         match self {
+            Backend::Native => "native",
             Backend::Tract => "tract",
             Backend::OnnxRuntime { .. } => "onnxruntime",
         }
+    }
+
+    /// The fallback [`LoadOptions::fallback`](crate::LoadOptions::fallback) uses by default:
+    /// tract when the `tract` feature is compiled in, otherwise none.
+    pub fn default_fallback() -> Option<Backend> {
+        cfg!(feature = "tract").then_some(Backend::Tract)
     }
 }
 

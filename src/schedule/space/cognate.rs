@@ -47,7 +47,9 @@
 //!   `j'` inserted after `j`; `I = row_tile`, `J = 1` (`j' = 1`), `K = thread_x · coarsen`.
 //!   Heterogeneous: thread_x, coarsen, group, bind_k1, unroll.
 
-use super::{space_error, ColumnPanels, CpuKernel};
+use std::ops::Range;
+
+use super::{space_error, ColumnPanels, ShapeStatuses};
 use super::{
     GpuConfig, GpuLoopOrder, Kernel, MatrixShape, ScheduleSpace, SpadeConfig, SuperSchedule,
 };
@@ -204,9 +206,9 @@ impl ToUnified for SuperSchedule {
         self.validate()?;
         // WACO axis → unified axis, by role (module docs).
         let role: &[(char, char)] = match self.kernel {
-            CpuKernel::SpMM => &[('i', 'i'), ('k', 'j'), ('j', 'k')],
-            CpuKernel::SDDMM => &[('i', 'i'), ('j', 'j'), ('k', 'k')],
-            CpuKernel::SpMV => {
+            Kernel::SpMM => &[('i', 'i'), ('k', 'j'), ('j', 'k')],
+            Kernel::SDDMM => &[('i', 'i'), ('j', 'j'), ('k', 'k')],
+            Kernel::SpMV => {
                 return Err(space_error(
                     "kernel",
                     "spmv",
@@ -274,6 +276,13 @@ impl ToUnified for GpuConfig {
             (Kernel::SDDMM, GpuLoopOrder::ReductionInner) => {
                 vec!["i1", "i2", "j1", "k1", "k2", "k3"]
             }
+            (Kernel::SpMV, _) => {
+                return Err(space_error(
+                    "kernel",
+                    self.kernel,
+                    "SparseTIR has no SpMV space",
+                ))
+            }
         };
         insert_after(&mut omega, "j1", "j2");
         let hetero = vec![
@@ -325,5 +334,28 @@ where
 
     fn duplicate_key(&self, config: &S::Config, shape: &MatrixShape) -> String {
         self.0.duplicate_key(config, shape)
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn configs_into(&self, range: Range<usize>, shape: &MatrixShape, out: &mut Vec<S::Config>) {
+        self.0.configs_into(range, shape, out);
+    }
+
+    fn line_depends_on_shape(&self, index: usize) -> bool {
+        self.0.line_depends_on_shape(index)
+    }
+
+    fn default_index(&self, shape: &MatrixShape) -> Option<usize> {
+        self.0.default_index(shape)
+    }
+
+    /// The wrapped space's statuses. A configuration without a unified form (none of the
+    /// registered spaces has one) is not marked here: its empty line is rejected by the
+    /// model's schema instead.
+    fn shape_statuses(&self, shape: &MatrixShape) -> ShapeStatuses {
+        self.0.shape_statuses(shape)
     }
 }

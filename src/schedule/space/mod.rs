@@ -19,48 +19,40 @@
 //! invalid) **per candidate**, and yields the lines to feed to `Model::prepare_candidates`.
 //! [`Mapped`] wraps a space so its lines are COGNATE's unified form instead.
 //!
+//! The registry ([`SPACES`], [`AnySpace`]) names every space by target and kernel
+//! (`taco-spmm`, `spade-sddmm`, `sparsetir-spmm`, …) and gives one type for any of them, with
+//! the line form (native or unified) chosen per head ([`LineForm::for_schema`]). The kernel
+//! and target types are the crate's one vocabulary ([`crate::vocab`]).
+//!
 //! Evidence: `/work/shared/design/seed-digest.md` §1–§2, the COGNATE paper (seed 001, §3.2,
 //! §4 "Program Configuration Search Space", appendix E), DASH (seed 000 §3.3), WACO's public
 //! artifact (`nullplay/Workload-Aware-Co-Optimization`) and SparseTIR's examples
 //! (`uwsampl/SparseTIR` `examples/spmm/bench_spmm_naive.py`, `examples/sddmm/bench_sddmm.py`).
 
 pub mod cognate;
+mod registry;
 pub mod spade;
 pub mod sparsetir;
 pub mod taco;
 mod taco_cmd;
+mod taco_index;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests;
 
 pub use cognate::{Mapped, ToUnified, Unified};
+pub use registry::{AnyConfig, AnySpace, LineForm, SpaceEntry, SpaceOptions, SPACES};
 pub use spade::{ColumnPanels, SpadeConfig, SpadeRow, SpadeSpace};
 pub use sparsetir::{GpuConfig, GpuLoopOrder, SparseTirSpace};
-pub use taco::{CpuKernel, LevelFormat, SuperSchedule, TacoSpace};
+pub use taco::{LevelFormat, SuperSchedule, TacoSpace};
 pub use taco_cmd::{OutputRaceStrategy, ParallelUnit, SplitFormat, TacoCommand, TacoSchedule};
 
-use crate::error::{Error, Result};
+pub use crate::vocab::{Kernel, Target};
 
-/// A kernel supported by the COGNATE targets (SPADE, SparseTIR).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kernel {
-    /// Sparse × dense matrix multiplication.
-    SpMM,
-    /// Sampled dense-dense matrix multiplication.
-    SDDMM,
-}
+use std::ops::Range;
 
-impl Kernel {
-    /// Lower-case name (`spmm`, `sddmm`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Kernel::SpMM => "spmm",
-            Kernel::SDDMM => "sddmm",
-        }
-    }
-}
+use crate::error::{Error, ErrorKind, Result};
 
 /// The shape of the input matrix a space is instantiated for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -108,6 +100,124 @@ impl SpaceStatus {
     /// True for [`SpaceStatus::Valid`].
     pub fn is_valid(&self) -> bool {
         matches!(self, SpaceStatus::Valid)
+    }
+}
+
+/// The statuses of a whole space for one matrix shape, stored compactly: duplicates as one
+/// index per configuration (only when there are any), invalid configurations as a sorted
+/// list. Everything else is valid.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShapeStatuses {
+    len: usize,
+    /// Per configuration, the configuration it duplicates, or `u32::MAX`; empty when none is a
+    /// duplicate.
+    dup_of: Vec<u32>,
+    /// `(index, reason)`, ascending.
+    invalid: Vec<(usize, String)>,
+}
+
+impl ShapeStatuses {
+    /// `len` valid configurations.
+    pub fn all_valid(len: usize) -> Self {
+        Self {
+            len,
+            ..Self::default()
+        }
+    }
+
+    /// Number of configurations.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no configurations.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Sets the status of configuration `index` (in ascending `index` order for invalid
+    /// ones). Indices beyond [`Self::len`] are ignored.
+    pub fn set(&mut self, index: usize, status: SpaceStatus) {
+        if index >= self.len {
+            return;
+        }
+        match status {
+            SpaceStatus::Valid => {}
+            SpaceStatus::Duplicate { of } => {
+                if self.dup_of.is_empty() {
+                    self.dup_of = vec![u32::MAX; self.len];
+                }
+                self.dup_of[index] = u32::try_from(of).unwrap_or(u32::MAX);
+            }
+            SpaceStatus::Invalid { reason } => {
+                match self.invalid.binary_search_by_key(&index, |(i, _)| *i) {
+                    Ok(pos) => self.invalid[pos].1 = reason,
+                    Err(pos) => self.invalid.insert(pos, (index, reason)),
+                }
+            }
+        }
+    }
+
+    /// Status of configuration `index` (`None` beyond the end).
+    pub fn get(&self, index: usize) -> Option<SpaceStatusRef<'_>> {
+        if index >= self.len {
+            return None;
+        }
+        if let Ok(pos) = self.invalid.binary_search_by_key(&index, |(i, _)| *i) {
+            return Some(SpaceStatusRef::Invalid {
+                reason: &self.invalid[pos].1,
+            });
+        }
+        match self.dup_of.get(index) {
+            Some(&of) if of != u32::MAX => Some(SpaceStatusRef::Duplicate { of: of as usize }),
+            _ => Some(SpaceStatusRef::Valid),
+        }
+    }
+
+    /// Whether configuration `index` is valid (and exists).
+    pub fn is_valid(&self, index: usize) -> bool {
+        matches!(self.get(index), Some(SpaceStatusRef::Valid))
+    }
+
+    /// Number of valid configurations.
+    pub fn valid_count(&self) -> usize {
+        let dups = self.dup_of.iter().filter(|&&d| d != u32::MAX).count();
+        let invalid_not_dup = self
+            .invalid
+            .iter()
+            .filter(|(i, _)| self.dup_of.get(*i).is_none_or(|&d| d == u32::MAX))
+            .count();
+        self.len - dups - invalid_not_dup
+    }
+}
+
+/// A borrowed [`SpaceStatus`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpaceStatusRef<'a> {
+    /// See [`SpaceStatus::Valid`].
+    Valid,
+    /// See [`SpaceStatus::Duplicate`].
+    Duplicate {
+        /// The configuration it duplicates.
+        of: usize,
+    },
+    /// See [`SpaceStatus::Invalid`].
+    Invalid {
+        /// Why.
+        reason: &'a str,
+    },
+}
+
+impl SpaceStatusRef<'_> {
+    /// The owned status.
+    pub fn to_owned_status(self) -> SpaceStatus {
+        match self {
+            SpaceStatusRef::Valid => SpaceStatus::Valid,
+            SpaceStatusRef::Duplicate { of } => SpaceStatus::Duplicate { of },
+            SpaceStatusRef::Invalid { reason } => SpaceStatus::Invalid {
+                reason: reason.to_string(),
+            },
+        }
     }
 }
 
@@ -203,6 +313,60 @@ pub trait ScheduleSpace {
         }
     }
 
+    /// Number of configurations [`Self::enumerate`] yields; the same for every shape.
+    ///
+    /// The methods from here to [`Self::shape_statuses`] let a ranker work on a whole space
+    /// by index, without materialising its configurations: a space of 611 712 SuperSchedules
+    /// is prepared once and re-checked per matrix in milliseconds. Their defaults are correct
+    /// for any space (they enumerate); large spaces override them.
+    fn len(&self) -> usize {
+        self.enumerate(&MatrixShape::new(1, 1, 1)).len()
+    }
+
+    /// Whether the space has no configurations.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends configurations `range` of [`Self::enumerate`]`(shape)` to `out`, in order.
+    fn configs_into(&self, range: Range<usize>, shape: &MatrixShape, out: &mut Vec<Self::Config>) {
+        let all = self.enumerate(shape);
+        out.extend(all.into_iter().skip(range.start).take(range.len()));
+    }
+
+    /// Appends the lines ([`Self::to_line`]) of configurations `range` to `out`, in order.
+    fn lines_into(&self, range: Range<usize>, shape: &MatrixShape, out: &mut Vec<String>) {
+        let mut configs = Vec::with_capacity(range.len());
+        self.configs_into(range, shape, &mut configs);
+        out.extend(configs.iter().map(|c| self.to_line(c)));
+    }
+
+    /// Whether the line of configuration `index` depends on the matrix shape (SPADE's
+    /// `NUM_MATRIX_COLS`): such lines are prepared per matrix, the others once.
+    fn line_depends_on_shape(&self, index: usize) -> bool {
+        let _ = index;
+        false
+    }
+
+    /// Position of [`Self::default_config`]`(shape)` in [`Self::enumerate`]`(shape)`, if it
+    /// is there (otherwise a ranker appends it after the last configuration).
+    fn default_index(&self, shape: &MatrixShape) -> Option<usize> {
+        let default = self.default_config(shape);
+        self.enumerate(shape).iter().position(|c| *c == default)
+    }
+
+    /// The statuses of every configuration for `shape`, by the rule of
+    /// [`Self::candidates`], in compact form (only the configurations that are not valid).
+    fn shape_statuses(&self, shape: &MatrixShape) -> ShapeStatuses {
+        let n = self.len();
+        let list = self.candidates(shape);
+        let mut out = ShapeStatuses::all_valid(n);
+        for (i, c) in list.items.into_iter().take(n).enumerate() {
+            out.set(i, c.status);
+        }
+        out
+    }
+
     /// The whole space for one matrix, with per-candidate status and the default injected
     /// (appended when the enumeration does not contain it). Statuses follow the rule of
     /// [`Self::status`] (validate, then the first earlier candidate with the same key), looked
@@ -256,6 +420,15 @@ pub(crate) fn space_error(field: &str, value: impl ToString, reason: impl Into<S
         Some(value.to_string()),
         reason,
     )
+}
+
+/// The error of a space constructor asked for a kernel its target has no space for.
+pub(crate) fn unsupported(target: Target, kernel: Kernel, supported: &[Kernel]) -> Error {
+    Error::new(ErrorKind::UnsupportedKernel {
+        target: target.as_str().to_owned(),
+        kernel: kernel.as_str().to_owned(),
+        supported: supported.iter().map(|k| k.as_str().to_owned()).collect(),
+    })
 }
 
 /// Parses an unsigned integer token for `field`.

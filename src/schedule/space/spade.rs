@@ -22,7 +22,9 @@
 
 use std::fmt;
 
-use super::{parse_flag, parse_u32, space_error, Kernel, MatrixShape, ScheduleSpace};
+use super::{
+    parse_flag, parse_u32, space_error, unsupported, Kernel, MatrixShape, ScheduleSpace, Target,
+};
 use crate::error::Result;
 
 /// SPADE's row-panel values.
@@ -189,14 +191,29 @@ impl SpadeRow {
 /// The SPADE space for one kernel (the same 256 configurations for SpMM and SDDMM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpadeSpace {
-    /// The kernel.
-    pub kernel: Kernel,
+    kernel: Kernel,
 }
 
 impl SpadeSpace {
+    /// The kernels SPADE has a space for.
+    pub const KERNELS: [Kernel; 2] = [Kernel::SpMM, Kernel::SDDMM];
+
     /// The space for `kernel`.
-    pub fn new(kernel: Kernel) -> Self {
-        Self { kernel }
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::UnsupportedKernel`](crate::ErrorKind::UnsupportedKernel) for SpMV (the
+    /// papers define SPADE's space for SpMM and SDDMM only).
+    pub fn new(kernel: Kernel) -> Result<Self> {
+        if !Self::KERNELS.contains(&kernel) {
+            return Err(unsupported(Target::Spade, kernel, &Self::KERNELS));
+        }
+        Ok(Self { kernel })
+    }
+
+    /// The kernel.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
     }
 }
 
@@ -204,7 +221,7 @@ impl ScheduleSpace for SpadeSpace {
     type Config = SpadeConfig;
 
     fn name(&self) -> String {
-        format!("spade-{}", self.kernel.name())
+        format!("spade-{}", self.kernel)
     }
 
     /// The 256 configurations, `NUM_MATRIX_COLS` substituted by `shape.cols`; order: row
@@ -234,6 +251,16 @@ impl ScheduleSpace for SpadeSpace {
             }
         }
         out
+    }
+
+    /// The `NUM_MATRIX_COLS` configurations (column panel `AllColumns`, the fourth of
+    /// [`Self::enumerate`]'s column panels).
+    fn line_depends_on_shape(&self, index: usize) -> bool {
+        (index / 16) % 4 == 3
+    }
+
+    fn len(&self) -> usize {
+        ROW_PANELS.len() * (COLUMN_PANELS.len() + 1) * SPLITS.len() * 8
     }
 
     fn default_config(&self, shape: &MatrixShape) -> SpadeConfig {

@@ -39,7 +39,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{space_error, Kernel, MatrixShape, ScheduleSpace};
+use super::{space_error, unsupported, Kernel, MatrixShape, ScheduleSpace, Target};
 use crate::error::{Error, Result};
 
 /// Where the reduction loop sits relative to the feature loops.
@@ -113,16 +113,55 @@ fn json_error(e: serde_json::Error) -> Error {
 /// reduction length of SDDMM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SparseTirSpace {
-    /// The kernel.
-    pub kernel: Kernel,
-    /// Feature size `F` (SparseTIR's examples sweep 32…512).
-    pub feat_size: u32,
+    kernel: GpuKernel,
+    feat_size: u32,
+}
+
+/// The kernels with a SparseTIR space (a [`Kernel`] without SpMV, so matches are total).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GpuKernel {
+    Spmm,
+    Sddmm,
+}
+
+impl GpuKernel {
+    fn kernel(self) -> Kernel {
+        match self {
+            GpuKernel::Spmm => Kernel::SpMM,
+            GpuKernel::Sddmm => Kernel::SDDMM,
+        }
+    }
 }
 
 impl SparseTirSpace {
-    /// The space for `kernel` with feature size `feat_size`.
-    pub fn new(kernel: Kernel, feat_size: u32) -> Self {
-        Self { kernel, feat_size }
+    /// The kernels SparseTIR has a space for.
+    pub const KERNELS: [Kernel; 2] = [Kernel::SpMM, Kernel::SDDMM];
+
+    /// The space for `kernel` with feature size `feat_size` (dense columns of SpMM's `B`, the
+    /// reduction length of SDDMM; SparseTIR's examples sweep 32…512).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::UnsupportedKernel`](crate::ErrorKind::UnsupportedKernel) for SpMV.
+    pub fn new(kernel: Kernel, feat_size: u32) -> Result<Self> {
+        let kernel = match kernel {
+            Kernel::SpMM => GpuKernel::Spmm,
+            Kernel::SDDMM => GpuKernel::Sddmm,
+            Kernel::SpMV => {
+                return Err(unsupported(Target::GpuSparseTir, kernel, &Self::KERNELS));
+            }
+        };
+        Ok(Self { kernel, feat_size })
+    }
+
+    /// The kernel.
+    pub fn kernel(&self) -> Kernel {
+        self.kernel.kernel()
+    }
+
+    /// The feature size `F`.
+    pub fn feat_size(&self) -> u32 {
+        self.feat_size
     }
 }
 
@@ -132,15 +171,15 @@ impl ScheduleSpace for SparseTirSpace {
     type Config = GpuConfig;
 
     fn name(&self) -> String {
-        format!("sparsetir-{}", self.kernel.name())
+        format!("sparsetir-{}", self.kernel())
     }
 
     /// The 288 configurations; order: row_tile → thread_x → coarsen → group → order →
     /// bind_k1 → unroll (each list ascending, `false` before `true`).
     fn enumerate(&self, _shape: &MatrixShape) -> Vec<GpuConfig> {
         let (rows, tx, groups, binds): (&[u32], &[u32], &[u32], &[bool]) = match self.kernel {
-            Kernel::SpMM => (&[1, 2, 4, 8, 16, 32], &[16, 32], &[1], &[false, true]),
-            Kernel::SDDMM => (&[1, 2, 4, 8], &[8, 16, 32], &[1, 2], &[false]),
+            GpuKernel::Spmm => (&[1, 2, 4, 8, 16, 32], &[16, 32], &[1], &[false, true]),
+            GpuKernel::Sddmm => (&[1, 2, 4, 8], &[8, 16, 32], &[1, 2], &[false]),
         };
         let mut out = Vec::with_capacity(288);
         for &row_tile in rows {
@@ -151,7 +190,7 @@ impl ScheduleSpace for SparseTirSpace {
                             for &bind_k1 in binds {
                                 for unroll in [false, true] {
                                     out.push(GpuConfig {
-                                        kernel: self.kernel,
+                                        kernel: self.kernel(),
                                         row_tile,
                                         thread_x,
                                         coarsen,
@@ -172,7 +211,7 @@ impl ScheduleSpace for SparseTirSpace {
 
     fn default_config(&self, _shape: &MatrixShape) -> GpuConfig {
         match self.kernel {
-            Kernel::SpMM => GpuConfig {
+            GpuKernel::Spmm => GpuConfig {
                 kernel: Kernel::SpMM,
                 row_tile: 8,
                 thread_x: 32,
@@ -182,7 +221,7 @@ impl ScheduleSpace for SparseTirSpace {
                 bind_k1: true,
                 unroll: true,
             },
-            Kernel::SDDMM => GpuConfig {
+            GpuKernel::Sddmm => GpuConfig {
                 kernel: Kernel::SDDMM,
                 row_tile: 4,
                 thread_x: [32, 16]
@@ -199,10 +238,10 @@ impl ScheduleSpace for SparseTirSpace {
     }
 
     fn validate(&self, c: &GpuConfig, _shape: &MatrixShape) -> Result<()> {
-        if c.kernel != self.kernel {
+        if c.kernel != self.kernel() {
             return Err(space_error(
                 "kernel",
-                c.kernel.name(),
+                c.kernel,
                 "wrong kernel for this space",
             ));
         }
@@ -225,8 +264,8 @@ impl ScheduleSpace for SparseTirSpace {
             ));
         }
         let tile = c.thread_x.saturating_mul(c.coarsen);
-        match c.kernel {
-            Kernel::SpMM => {
+        match self.kernel {
+            GpuKernel::Spmm => {
                 if self.feat_size == 0 || tile == 0 || !self.feat_size.is_multiple_of(tile) {
                     return Err(space_error(
                         "coarsen",
@@ -241,7 +280,7 @@ impl ScheduleSpace for SparseTirSpace {
                     return Err(space_error("group", c.group, "SpMM has no group loop"));
                 }
             }
-            Kernel::SDDMM => {
+            GpuKernel::Sddmm => {
                 if tile > self.feat_size {
                     return Err(space_error(
                         "coarsen",
@@ -259,15 +298,20 @@ impl ScheduleSpace for SparseTirSpace {
 
     /// `row_tile thread_x coarsen group order bind_k1 unroll` (order 0 = reduction outer).
     fn to_line(&self, c: &GpuConfig) -> String {
-        let order = u8::from(c.order == GpuLoopOrder::ReductionInner);
-        format!(
-            "{} {} {} {} {order} {} {}",
-            c.row_tile,
-            c.thread_x,
-            c.coarsen,
-            c.group,
-            u8::from(c.bind_k1),
-            u8::from(c.unroll)
-        )
+        native_line(c)
     }
+}
+
+/// `row_tile thread_x coarsen group order bind_k1 unroll` (order 0 = reduction outer).
+pub(crate) fn native_line(c: &GpuConfig) -> String {
+    let order = u8::from(c.order == GpuLoopOrder::ReductionInner);
+    format!(
+        "{} {} {} {} {order} {} {}",
+        c.row_tile,
+        c.thread_x,
+        c.coarsen,
+        c.group,
+        u8::from(c.bind_k1),
+        u8::from(c.unroll)
+    )
 }

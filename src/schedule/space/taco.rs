@@ -20,62 +20,46 @@
 
 use std::fmt;
 
-use super::{parse_u32, space_error, MatrixShape, ScheduleSpace};
+use std::ops::Range;
+
+use super::{parse_u32, space_error, Kernel, MatrixShape, ScheduleSpace, ShapeStatuses};
 use crate::error::Result;
 use crate::schedule::split_measured;
 
-/// A CPU kernel of WACO's SuperSchedule format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CpuKernel {
-    /// `C(i,j) = A(i,k) * B(k,j)`, 16 tokens.
-    SpMM,
-    /// `C(i,j) = A(i,j) * B(i,k) * D(k,j)`, 16 tokens.
-    SDDMM,
-    /// `C(i) = A(i,k) * B(k)`, 13 tokens.
-    SpMV,
-}
-
-impl CpuKernel {
-    /// Lower-case name (`spmm`, `sddmm`, `spmv`).
-    pub fn name(self) -> &'static str {
-        match self {
-            CpuKernel::SpMM => "spmm",
-            CpuKernel::SDDMM => "sddmm",
-            CpuKernel::SpMV => "spmv",
-        }
-    }
-
+/// The facts of WACO's SuperSchedule format for each kernel (SpMM and SDDMM lines have 16
+/// tokens, SpMV lines 13): index names, split axes, the modes of `A`, the output.
+impl Kernel {
     /// The split axes in line order (`isplit ksplit jsplit` for SpMM).
     pub fn split_axes(self) -> &'static [char] {
         match self {
-            CpuKernel::SpMM => &['i', 'k', 'j'],
-            CpuKernel::SDDMM => &['i', 'j', 'k'],
-            CpuKernel::SpMV => &['i', 'k'],
+            Kernel::SpMM => &['i', 'k', 'j'],
+            Kernel::SDDMM => &['i', 'j', 'k'],
+            Kernel::SpMV => &['i', 'k'],
         }
     }
 
     /// The two modes of the sparse matrix `A` (row axis, column axis).
     pub fn sparse_axes(self) -> [char; 2] {
         match self {
-            CpuKernel::SpMM | CpuKernel::SpMV => ['i', 'k'],
-            CpuKernel::SDDMM => ['i', 'j'],
+            Kernel::SpMM | Kernel::SpMV => ['i', 'k'],
+            Kernel::SDDMM => ['i', 'j'],
         }
     }
 
     /// The axes of the output tensor (parallelizing another axis races).
     pub fn output_axes(self) -> &'static [char] {
         match self {
-            CpuKernel::SpMM | CpuKernel::SDDMM => &['i', 'j'],
-            CpuKernel::SpMV => &['i'],
+            Kernel::SpMM | Kernel::SDDMM => &['i', 'j'],
+            Kernel::SpMV => &['i'],
         }
     }
 
     /// The dense axis (not a mode of `A`), if any: SpMM `j`, SDDMM `k`.
     pub fn dense_axis(self) -> Option<char> {
         match self {
-            CpuKernel::SpMM => Some('j'),
-            CpuKernel::SDDMM => Some('k'),
-            CpuKernel::SpMV => None,
+            Kernel::SpMM => Some('j'),
+            Kernel::SDDMM => Some('k'),
+            Kernel::SpMV => None,
         }
     }
 
@@ -98,8 +82,8 @@ impl CpuKernel {
     /// OpenMP chunk of WACO's fixed-CSR baseline (`spmm.cc`/`sddmm.cc`: 32, `spmv.cc`: 128).
     pub fn default_chunk(self) -> u32 {
         match self {
-            CpuKernel::SpMM | CpuKernel::SDDMM => 32,
-            CpuKernel::SpMV => 128,
+            Kernel::SpMM | Kernel::SDDMM => 32,
+            Kernel::SpMV => 128,
         }
     }
 }
@@ -146,10 +130,10 @@ impl LevelFormat {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SuperSchedule {
     /// The kernel.
-    pub kernel: CpuKernel,
-    /// One inner extent per [`CpuKernel::split_axes`] entry, in line order.
+    pub kernel: Kernel,
+    /// One inner extent per [`Kernel::split_axes`] entry, in line order.
     pub splits: Vec<u32>,
-    /// The loop order: a permutation of [`CpuKernel::loop_vars`].
+    /// The loop order: a permutation of [`Kernel::loop_vars`].
     pub order: Vec<String>,
     /// Formats of `A`'s split modes `x1 x0 y1 y0` for `A(x, y)` (line order of the flags).
     pub formats: [LevelFormat; 4],
@@ -167,7 +151,7 @@ impl SuperSchedule {
     /// # Errors
     ///
     /// [`ErrorKind::Schedule`](crate::ErrorKind::Schedule) naming the bad field.
-    pub fn parse(kernel: CpuKernel, line: &str) -> Result<Self> {
+    pub fn parse(kernel: Kernel, line: &str) -> Result<Self> {
         let (body, _) = split_measured(line);
         let t: Vec<&str> = body.split_whitespace().collect();
         if t.len() != kernel.token_count() {
@@ -178,7 +162,7 @@ impl SuperSchedule {
                     "{} tokens, expected {} for {}",
                     t.len(),
                     kernel.token_count(),
-                    kernel.name()
+                    kernel.as_str()
                 ),
             ));
         }
@@ -314,7 +298,7 @@ impl fmt::Display for SuperSchedule {
 /// per-level formats × chunk sizes, for one kernel.
 ///
 /// Enumeration order (deterministic): splits (nested, line order, each list in the given
-/// order) → loop orders (lexicographic over permutations of [`CpuKernel::loop_vars`],
+/// order) → loop orders (lexicographic over permutations of [`Kernel::loop_vars`],
 /// filtered) → format flags counted in binary (`x1f` most significant) → chunks.
 ///
 /// Sizes of [`TacoSpace::waco`]: SpMM 6·6·(3·6 + 5·20)·16·9 = 611 712; SDDMM
@@ -324,7 +308,7 @@ impl fmt::Display for SuperSchedule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TacoSpace {
     /// The kernel.
-    pub kernel: CpuKernel,
+    pub kernel: Kernel,
     /// Candidate extents per split axis, in line order.
     pub splits: Vec<Vec<u32>>,
     /// Candidate OpenMP chunk sizes.
@@ -347,14 +331,14 @@ impl TacoSpace {
     /// `{SpMM,SDDMM,SpMV}_SuperSchedule_Generator.py`): row/column splits 1…32, dense split
     /// 1…128, 48 threads, chunks 1…256 (SpMM, SpMV) or 1…32 (SDDMM). SpMV's generator draws
     /// splits below the matrix size; here they are 1…32 so the space is shape-independent.
-    pub fn waco(kernel: CpuKernel) -> Self {
+    pub fn waco(kernel: Kernel) -> Self {
         let small = pow2_upto(32);
         let splits = match kernel {
-            CpuKernel::SpMM | CpuKernel::SDDMM => vec![small.clone(), small, pow2_upto(128)],
-            CpuKernel::SpMV => vec![small.clone(), small],
+            Kernel::SpMM | Kernel::SDDMM => vec![small.clone(), small, pow2_upto(128)],
+            Kernel::SpMV => vec![small.clone(), small],
         };
         let chunks = match kernel {
-            CpuKernel::SDDMM => pow2_upto(32),
+            Kernel::SDDMM => pow2_upto(32),
             _ => pow2_upto(256),
         };
         TacoSpace {
@@ -364,6 +348,26 @@ impl TacoSpace {
             threads: 48,
             dense_dim: 256,
         }
+    }
+
+    /// [`TacoSpace::waco`] with every value list cut at a bound: split extents (and the dense
+    /// split) at most `max_split`, chunks at most `max_chunk` (each list keeps at least 1).
+    /// For quick exhaustive runs: `waco_up_to(SpMM, 4, 4)` has 3·3·3 split choices, 6 loop
+    /// orders each, 16 formats and 3 chunks (7 776 configurations).
+    ///
+    /// ```
+    /// use dashrank::schedule::space::{MatrixShape, ScheduleSpace, TacoSpace};
+    /// use dashrank::Kernel;
+    /// let space = TacoSpace::waco_up_to(Kernel::SpMM, 4, 4);
+    /// assert_eq!(space.enumerate(&MatrixShape::new(8, 8, 8)).len(), 7776);
+    /// ```
+    pub fn waco_up_to(kernel: Kernel, max_split: u32, max_chunk: u32) -> Self {
+        let mut s = Self::waco(kernel);
+        for list in &mut s.splits {
+            list.retain(|&v| v <= max_split.max(1));
+        }
+        s.chunks.retain(|&v| v <= max_chunk.max(1));
+        s
     }
 
     /// Whether WACO's generator allows `order` given the dense split (`filter` in the
@@ -387,13 +391,13 @@ impl TacoSpace {
         } else {
             d0 == 5
         };
-        let spmm_rule = self.kernel != CpuKernel::SpMM || d1 > pos("i1");
+        let spmm_rule = self.kernel != Kernel::SpMM || d1 > pos("i1");
         last && spmm_rule
     }
 
     /// The parallel loop WACO picks: SDDMM the first of `i1`/`j1` in the order, else `i1`.
     pub fn par_index_for(&self, order: &[String]) -> String {
-        if self.kernel == CpuKernel::SDDMM {
+        if self.kernel == Kernel::SDDMM {
             if let Some(v) = order.iter().find(|v| *v == "i1" || *v == "j1") {
                 return v.clone();
             }
@@ -401,7 +405,7 @@ impl TacoSpace {
         "i1".to_owned()
     }
 
-    fn orders(&self) -> Vec<Vec<String>> {
+    pub(super) fn all_orders(&self) -> Vec<Vec<String>> {
         let vars = self.kernel.loop_vars();
         let mut idx: Vec<usize> = (0..vars.len()).collect();
         let mut out = vec![idx.iter().map(|&i| vars[i].clone()).collect()];
@@ -420,9 +424,29 @@ impl TacoSpace {
         out
     }
 
-    fn dense_index(&self) -> Option<usize> {
+    pub(super) fn dense_split_index(&self) -> Option<usize> {
         let d = self.kernel.dense_axis()?;
         self.kernel.split_axes().iter().position(|a| *a == d)
+    }
+
+    /// Per split axis, the largest inner extent that still differs for this shape: the next
+    /// power of two ≥ the axis extent (rows, columns, or [`TacoSpace::dense_dim`]).
+    pub(super) fn split_caps(&self, shape: &MatrixShape) -> Vec<u32> {
+        let [x, y] = self.kernel.sparse_axes();
+        self.kernel
+            .split_axes()
+            .iter()
+            .map(|a| {
+                let dim = if *a == x {
+                    shape.rows
+                } else if *a == y {
+                    shape.cols
+                } else {
+                    self.dense_dim as usize
+                };
+                u32::try_from(dim.max(1).next_power_of_two()).unwrap_or(u32::MAX)
+            })
+            .collect()
     }
 }
 
@@ -430,7 +454,7 @@ impl ScheduleSpace for TacoSpace {
     type Config = SuperSchedule;
 
     fn name(&self) -> String {
-        format!("taco-{}", self.kernel.name())
+        format!("taco-{}", self.kernel.as_str())
     }
 
     fn enumerate(&self, _shape: &MatrixShape) -> Vec<SuperSchedule> {
@@ -445,14 +469,14 @@ impl ScheduleSpace for TacoSpace {
                 }
             }
         }
-        let orders = self.orders();
+        let orders = self.all_orders();
         let mut out = Vec::new();
         for splits in split_combos {
-            let dense = self.dense_index().map_or(1, |i| splits[i]);
+            let dense = self.dense_split_index().map_or(1, |i| splits[i]);
             for order in orders.iter().filter(|o| self.order_allowed(o, dense)) {
                 for bits in 0u8..16 {
                     // SDDMM's generator skips an all-Uncompressed A.
-                    if self.kernel == CpuKernel::SDDMM && bits == 15 {
+                    if self.kernel == Kernel::SDDMM && bits == 15 {
                         continue;
                     }
                     let formats = [3, 2, 1, 0].map(|s| {
@@ -482,7 +506,7 @@ impl ScheduleSpace for TacoSpace {
     /// TACO's default CSR schedule as WACO's drivers time it ("FixedCSR"): no split (all
     /// extents 1), natural loop order, `A` stored `i` Uncompressed / `k` (SDDMM: `j`)
     /// Compressed, `i1` parallel over the fixed thread count with the drivers' chunk
-    /// ([`CpuKernel::default_chunk`]). The flags of the extent-1 inner levels (`i0f`, `k0f`)
+    /// ([`Kernel::default_chunk`]). The flags of the extent-1 inner levels (`i0f`, `k0f`)
     /// are ignored by the drivers; we write `1` (a dense level of extent 1 is the identity).
     fn default_config(&self, _shape: &MatrixShape) -> SuperSchedule {
         use LevelFormat::{Compressed as C, Uncompressed as U};
@@ -504,8 +528,8 @@ impl ScheduleSpace for TacoSpace {
         if config.kernel != self.kernel {
             return Err(space_error(
                 "kernel",
-                config.kernel.name(),
-                format!("space is for {}", self.kernel.name()),
+                config.kernel.as_str(),
+                format!("space is for {}", self.kernel.as_str()),
             ));
         }
         config.validate()
@@ -520,18 +544,36 @@ impl ScheduleSpace for TacoSpace {
     /// extent, so larger splits behave identically.
     fn duplicate_key(&self, config: &SuperSchedule, shape: &MatrixShape) -> String {
         let mut c = config.clone();
-        let [x, y] = self.kernel.sparse_axes();
-        for (a, s) in self.kernel.split_axes().iter().zip(c.splits.iter_mut()) {
-            let dim = if *a == x {
-                shape.rows
-            } else if *a == y {
-                shape.cols
-            } else {
-                self.dense_dim as usize
-            };
-            let cap = u32::try_from(dim.max(1).next_power_of_two()).unwrap_or(u32::MAX);
+        for (s, cap) in c.splits.iter_mut().zip(self.split_caps(shape)) {
             *s = (*s).min(cap);
         }
         c.to_line()
+    }
+
+    fn len(&self) -> usize {
+        self.layout().len
+    }
+
+    fn configs_into(
+        &self,
+        range: Range<usize>,
+        _shape: &MatrixShape,
+        out: &mut Vec<SuperSchedule>,
+    ) {
+        self.configs_fast(range, out);
+    }
+
+    fn lines_into(&self, range: Range<usize>, _shape: &MatrixShape, out: &mut Vec<String>) {
+        self.lines_fast(range, out);
+    }
+
+    fn default_index(&self, shape: &MatrixShape) -> Option<usize> {
+        self.default_index_fast(&self.default_config(shape))
+    }
+
+    /// Only duplicates (splits clamped to the matrix): every enumerated configuration passes
+    /// [`Self::validate`].
+    fn shape_statuses(&self, shape: &MatrixShape) -> ShapeStatuses {
+        self.shape_statuses_fast(shape)
     }
 }

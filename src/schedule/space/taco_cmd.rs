@@ -40,7 +40,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::taco::{CpuKernel, LevelFormat, SuperSchedule};
+use super::taco::{LevelFormat, SuperSchedule};
+use super::Kernel;
 use super::{parse_u32, space_error};
 use crate::error::{Error, Result};
 
@@ -248,7 +249,7 @@ impl FromStr for SplitFormat {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TacoSchedule {
     /// The kernel (fixes the index names and which indices are outputs).
-    pub kernel: CpuKernel,
+    pub kernel: Kernel,
     /// Format of the split sparse matrix `A(x1,x0,y1,y0)`.
     pub format: SplitFormat,
     /// Scheduling commands, in order.
@@ -259,7 +260,7 @@ pub struct TacoSchedule {
     pub chunk: u32,
 }
 
-fn split_modes(kernel: CpuKernel) -> Vec<String> {
+fn split_modes(kernel: Kernel) -> Vec<String> {
     let [x, y] = kernel.sparse_axes();
     vec![
         format!("{x}1"),
@@ -441,7 +442,7 @@ impl TacoSchedule {
     ///
     /// [`ErrorKind::Schedule`](crate::ErrorKind::Schedule) on an unknown or malformed token, or
     /// a missing format / OpenMP setting.
-    pub fn parse(kernel: CpuKernel, text: &str) -> Result<Self> {
+    pub fn parse(kernel: Kernel, text: &str) -> Result<Self> {
         let (mut format, mut threads, mut chunk) = (None, None, None);
         let mut commands = Vec::new();
         for tok in text.split_whitespace() {
@@ -486,7 +487,7 @@ impl fmt::Display for TacoSchedule {
 }
 
 /// `NoRaces` when the parallel loop indexes the output, else `Atomics` (`gen_sched`).
-fn race_for(kernel: CpuKernel, var: &str) -> OutputRaceStrategy {
+fn race_for(kernel: Kernel, var: &str) -> OutputRaceStrategy {
     let axis = var.chars().next().unwrap_or(' ');
     if kernel.output_axes().contains(&axis) {
         OutputRaceStrategy::NoRaces

@@ -54,7 +54,7 @@ fn unified_rejects_bad_segments() {
 
 #[test]
 fn spade_space_has_256_and_marks_duplicates() {
-    let space = SpadeSpace::new(Kernel::SpMM);
+    let space = SpadeSpace::new(Kernel::SpMM).unwrap();
     let big = shape(100_000, 100_000);
     assert_eq!(space.enumerate(&big).len(), 256);
     let list = space.candidates(&big);
@@ -83,7 +83,9 @@ fn spade_space_has_256_and_marks_duplicates() {
             assert!(list.items[of].status.is_valid());
         }
     }
-    let d = SpadeSpace::new(Kernel::SDDMM).default_config(&small);
+    let d = SpadeSpace::new(Kernel::SDDMM)
+        .unwrap()
+        .default_config(&small);
     assert!(space.validate(&d, &small).is_ok());
 }
 
@@ -112,7 +114,7 @@ fn spade_csv_round_trip_and_validation() {
     ] {
         assert!(SpadeRow::parse_csv(bad).is_err(), "{bad}");
     }
-    let space = SpadeSpace::new(Kernel::SpMM);
+    let space = SpadeSpace::new(Kernel::SpMM).unwrap();
     let s = shape(10, 5000);
     let mut c = SpadeRow::parse_csv("x, 4, 1024, 64, 0, 0, 0")
         .unwrap()
@@ -133,7 +135,7 @@ fn spade_csv_round_trip_and_validation() {
 #[test]
 fn sparsetir_spaces_have_288_and_valid_defaults() {
     for kernel in [Kernel::SpMM, Kernel::SDDMM] {
-        let space = SparseTirSpace::new(kernel, 128);
+        let space = SparseTirSpace::new(kernel, 128).unwrap();
         let s = shape(1000, 1000);
         let all = space.enumerate(&s);
         assert_eq!(all.len(), 288, "{kernel:?}");
@@ -151,7 +153,7 @@ fn sparsetir_spaces_have_288_and_valid_defaults() {
             assert_eq!(u.order[p_j + 1], 4, "j' right after j");
         }
     }
-    let spmm = SparseTirSpace::new(Kernel::SpMM, 128);
+    let spmm = SparseTirSpace::new(Kernel::SpMM, 128).unwrap();
     let d = spmm.default_config(&shape(1, 1));
     assert_eq!(spmm.to_line(&d), "8 32 2 1 0 1 1");
     assert_eq!(
@@ -163,12 +165,12 @@ fn sparsetir_spaces_have_288_and_valid_defaults() {
 #[test]
 fn sparsetir_validity_and_json() {
     let s = shape(10, 10);
-    let spmm = SparseTirSpace::new(Kernel::SpMM, 32);
+    let spmm = SparseTirSpace::new(Kernel::SpMM, 32).unwrap();
     let list = spmm.candidates(&s);
     // F = 32: tile 16·{1,2} and 32·1 divide 32; 16·4, 32·2, 32·4 do not.
     let valid = list.valid_indices().len();
     assert_eq!(valid, 6 * 3 * 2 * 2 * 2);
-    let sddmm = SparseTirSpace::new(Kernel::SDDMM, 16);
+    let sddmm = SparseTirSpace::new(Kernel::SDDMM, 16).unwrap();
     let d = sddmm.default_config(&s);
     assert_eq!(d.thread_x, 16);
     assert!(sddmm.validate(&d, &s).is_ok());
@@ -199,7 +201,7 @@ const SPMM_LINE: &str = "16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 16";
 
 #[test]
 fn taco_mapping_of_the_digest_example() {
-    let s = SuperSchedule::parse(CpuKernel::SpMM, &format!("{SPMM_LINE} = 14.815")).unwrap();
+    let s = SuperSchedule::parse(Kernel::SpMM, &format!("{SPMM_LINE} = 14.815")).unwrap();
     let t = TacoSchedule::from_superschedule(&s).unwrap();
     let text = t.to_string();
     assert_eq!(
@@ -208,7 +210,7 @@ fn taco_mapping_of_the_digest_example() {
          -s=split(i,i1,i0,16) -s=split(k,k1,k0,256) -s=split(j,j1,j0,1) \
          -s=reorder(k1,k0,i1,i0,j1,j0) -s=parallelize(i1,CPUThread,NoRaces)"
     );
-    let back = TacoSchedule::parse(CpuKernel::SpMM, &text).unwrap();
+    let back = TacoSchedule::parse(Kernel::SpMM, &text).unwrap();
     assert_eq!(back, t);
     assert_eq!(back.to_superschedule().unwrap().to_line(), SPMM_LINE);
     // WACO SpMM (k→j, j→k): I=16, J=256, K=1; order k1 k0 i1 i0 j1 j0 → j1 j2 i1 i2 k1 k2 k3.
@@ -248,25 +250,25 @@ fn taco_commands_parse_and_print() {
 
 #[test]
 fn taco_rejects_what_waco_cannot_express() {
-    let s = SuperSchedule::parse(CpuKernel::SpMM, SPMM_LINE).unwrap();
+    let s = SuperSchedule::parse(Kernel::SpMM, SPMM_LINE).unwrap();
     let t = TacoSchedule::from_superschedule(&s).unwrap();
     // Wrong race strategy for an output index.
     let text = t.to_string().replace("NoRaces", "Atomics");
-    let bad = TacoSchedule::parse(CpuKernel::SpMM, &text).unwrap();
+    let bad = TacoSchedule::parse(Kernel::SpMM, &text).unwrap();
     assert!(bad.to_superschedule().is_err());
     // A level order that does not follow the loop order.
     let text = t.to_string().replace("2,3,0,1", "0,1,2,3");
-    assert!(TacoSchedule::parse(CpuKernel::SpMM, &text)
+    assert!(TacoSchedule::parse(Kernel::SpMM, &text)
         .unwrap()
         .to_superschedule()
         .is_err());
     // Missing split.
     let text = t.to_string().replace(" -s=split(j,j1,j0,1)", "");
-    assert!(TacoSchedule::parse(CpuKernel::SpMM, &text)
+    assert!(TacoSchedule::parse(Kernel::SpMM, &text)
         .unwrap()
         .to_superschedule()
         .is_err());
-    assert!(TacoSchedule::parse(CpuKernel::SpMM, "-f=A:ss").is_err());
+    assert!(TacoSchedule::parse(Kernel::SpMM, "-f=A:ss").is_err());
     // Bad SuperSchedules.
     for bad in [
         "3 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 16",
@@ -277,7 +279,7 @@ fn taco_rejects_what_waco_cannot_express() {
         "16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 0",
         "16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48",
     ] {
-        assert!(SuperSchedule::parse(CpuKernel::SpMM, bad).is_err(), "{bad}");
+        assert!(SuperSchedule::parse(Kernel::SpMM, bad).is_err(), "{bad}");
     }
 }
 
@@ -294,7 +296,7 @@ fn collected_dir() -> Option<PathBuf> {
     }
 }
 
-fn round_trip_collected(kernel: CpuKernel, sub: &str) {
+fn round_trip_collected(kernel: Kernel, sub: &str) {
     let Some(dir) = collected_dir() else { return };
     let mut n = 0;
     let mut files: Vec<_> = std::fs::read_dir(dir.join(sub))
@@ -324,18 +326,18 @@ fn round_trip_collected(kernel: CpuKernel, sub: &str) {
 
 #[test]
 fn collected_spmm_lines_round_trip() {
-    round_trip_collected(CpuKernel::SpMM, "SpMM");
+    round_trip_collected(Kernel::SpMM, "SpMM");
 }
 
 #[test]
 fn collected_sddmm_lines_round_trip() {
-    round_trip_collected(CpuKernel::SDDMM, "SDDMM");
+    round_trip_collected(Kernel::SDDMM, "SDDMM");
 }
 
 #[test]
 fn spmv_round_trip_and_no_unified_form() {
     let line = "4 8 i1 k1 i0 k0 0 1 0 1 i1 48 64";
-    let s = SuperSchedule::parse(CpuKernel::SpMV, line).unwrap();
+    let s = SuperSchedule::parse(Kernel::SpMV, line).unwrap();
     let t = TacoSchedule::from_superschedule(&s).unwrap();
     assert_eq!(t.format.to_string(), "A:ssdd:0,2,1,3");
     assert_eq!(t.to_superschedule().unwrap().to_line(), line);
@@ -347,16 +349,16 @@ fn taco_space_sizes_and_defaults() {
     let s = shape(1 << 20, 1 << 20);
     let expect = [
         (
-            CpuKernel::SpMM,
+            Kernel::SpMM,
             611_712,
             "1 1 1 i1 i0 k1 k0 j1 j0 1 1 0 1 i1 48 32",
         ),
         (
-            CpuKernel::SDDMM,
+            Kernel::SDDMM,
             544_320,
             "1 1 1 i1 i0 j1 j0 k1 k0 1 1 0 1 i1 48 32",
         ),
-        (CpuKernel::SpMV, 31_104, "1 1 i1 i0 k1 k0 1 1 0 1 i1 48 128"),
+        (Kernel::SpMV, 31_104, "1 1 i1 i0 k1 k0 1 1 0 1 i1 48 128"),
     ];
     for (kernel, size, default) in expect {
         let space = TacoSpace::waco(kernel);
@@ -372,7 +374,7 @@ fn taco_space_sizes_and_defaults() {
 
 #[test]
 fn taco_space_small_matrix_duplicates() {
-    let mut space = TacoSpace::waco(CpuKernel::SpMV);
+    let mut space = TacoSpace::waco(Kernel::SpMV);
     space.splits = vec![vec![1, 2, 4], vec![1, 8]];
     space.chunks = vec![32];
     let list = space.candidates(&shape(2, 100));
@@ -390,8 +392,152 @@ fn taco_space_small_matrix_duplicates() {
         list.items[list.default_index].line,
         "1 1 i1 i0 k1 k0 1 1 0 1 i1 48 128"
     );
-    let mapped = Mapped(SpadeSpace::new(Kernel::SpMM));
+    let mapped = Mapped(SpadeSpace::new(Kernel::SpMM).unwrap());
     let l = mapped.candidates(&shape(8, 1024));
     assert!(l.items.iter().all(|c| !c.line.is_empty()));
     assert_eq!(mapped.name(), "spade-spmm-unified");
+}
+
+// ---------------------------------------------------------------- registry
+
+#[test]
+fn registry_names_every_target_kernel_pair_with_a_space() {
+    let opts = SpaceOptions::default();
+    for e in SPACES {
+        let by_name = AnySpace::from_name(e.name, &opts).unwrap();
+        let by_pair = AnySpace::new(e.target, e.kernel, &opts).unwrap();
+        assert_eq!(by_name, by_pair);
+        assert_eq!(by_name.entry(), e);
+        assert_eq!(by_name.name(), e.name);
+        assert_eq!(e.name, format!("{}-{}", e.target.short_name(), e.kernel));
+    }
+    for target in Target::ALL {
+        for kernel in Kernel::ALL {
+            let registered = SPACES
+                .iter()
+                .any(|e| e.target == target && e.kernel == kernel);
+            match AnySpace::new(target, kernel, &opts) {
+                Ok(_) => assert!(registered, "{target} {kernel}"),
+                Err(e) => {
+                    assert!(!registered, "{target} {kernel}");
+                    match e.kind() {
+                        crate::ErrorKind::UnsupportedKernel {
+                            target: t,
+                            kernel: k,
+                            supported,
+                        } => {
+                            assert_eq!((t.as_str(), k.as_str()), (target.as_str(), "spmv"));
+                            assert_eq!(supported, &["spmm", "sddmm"]);
+                        }
+                        other => panic!("{other:?}"),
+                    }
+                }
+            }
+        }
+    }
+    let e = AnySpace::from_name("taco-spgemm", &opts).unwrap_err();
+    assert!(e.to_string().contains("sparsetir-sddmm"), "{e}");
+    let canonical = AnySpace::from_name("gpu-sparsetir-sddmm", &opts).unwrap();
+    assert_eq!(canonical.entry().name, "sparsetir-sddmm");
+    let e = AnySpace::from_name("spade-spmv", &opts).unwrap_err();
+    assert!(
+        matches!(e.kind(), crate::ErrorKind::UnsupportedKernel { .. }),
+        "{e}"
+    );
+    assert!(SpadeSpace::new(Kernel::SpMV).is_err());
+    assert!(SparseTirSpace::new(Kernel::SpMV, 64).is_err());
+}
+
+#[test]
+fn any_space_equals_the_wrapped_space_in_both_forms() {
+    let shape = shape(3000, 5000);
+    let spade = SpadeSpace::new(Kernel::SpMM).unwrap();
+    let any = AnySpace::from(spade);
+    let (a, b) = (any.candidates(&shape), spade.candidates(&shape));
+    assert_eq!(a.lines(), b.lines());
+    assert_eq!(a.default_index, b.default_index);
+    let statuses = |l: &CandidateList<AnyConfig>| -> Vec<SpaceStatus> {
+        l.items.iter().map(|c| c.status.clone()).collect()
+    };
+    let want: Vec<SpaceStatus> = b.items.iter().map(|c| c.status.clone()).collect();
+    assert_eq!(statuses(&a), want);
+
+    let gpu = SparseTirSpace::new(Kernel::SDDMM, 16).unwrap();
+    let unified = AnySpace::from(gpu).with_form(LineForm::Unified);
+    assert_eq!(unified.name(), "sparsetir-sddmm-unified");
+    let (a, b) = (unified.candidates(&shape), Mapped(gpu).candidates(&shape));
+    assert_eq!(a.lines(), b.lines());
+    assert_eq!(a.valid_indices(), b.valid_indices());
+
+    // A configuration of another target is invalid for the space, never a panic.
+    let taco = AnyConfig::Taco(SuperSchedule::parse(Kernel::SpMM, SPMM_LINE).unwrap());
+    let e = unified.validate(&taco, &shape).unwrap_err();
+    assert!(e.to_string().contains("sparsetir-sddmm"), "{e}");
+}
+
+#[test]
+fn line_form_follows_the_schema() {
+    let load = |dir: &str| {
+        let path = format!("tests/data/fixtures/{dir}");
+        crate::Model::load(path, &crate::LoadOptions::default()).unwrap()
+    };
+    let (waco, cognate) = (load("tiny-waco-spmm"), load("tiny-cognate"));
+    let (waco, cognate) = (
+        waco.schema("cpu-taco/spmm").unwrap(),
+        cognate.schema("cpu-taco/spmm").unwrap(),
+    );
+    let taco = AnySpace::from_name("taco-spmm", &SpaceOptions::default()).unwrap();
+    assert_eq!(LineForm::for_schema(waco, &taco).unwrap(), LineForm::Native);
+    assert_eq!(
+        LineForm::for_schema(cognate, &taco).unwrap(),
+        LineForm::Unified
+    );
+    let spade = AnySpace::from_name("spade-spmm", &SpaceOptions::default()).unwrap();
+    let e = LineForm::for_schema(waco, &spade).unwrap_err();
+    assert!(e.to_string().contains("spade-spmm"), "{e}");
+    assert_eq!("unified".parse::<LineForm>().unwrap(), LineForm::Unified);
+    assert!("mapped".parse::<LineForm>().is_err());
+}
+
+#[test]
+fn any_config_renders_in_each_toolchains_form() {
+    let s = SuperSchedule::parse(Kernel::SpMM, SPMM_LINE).unwrap();
+    let text = AnyConfig::Taco(s.clone()).render("ignored").unwrap();
+    assert_eq!(
+        text,
+        TacoSchedule::from_superschedule(&s).unwrap().to_string()
+    );
+    assert!(text.starts_with("OMP_NUM_THREADS=48 OMP_SCHEDULE=dynamic,16 -f=A:ssds:2,3,0,1 "));
+    assert_eq!(
+        TacoSchedule::parse(Kernel::SpMM, &text)
+            .unwrap()
+            .to_superschedule()
+            .unwrap(),
+        s
+    );
+    // A hand-built SuperSchedule that WACO cannot run is an error, not a wrong text.
+    let mut bad = s.clone();
+    bad.splits[0] = 3;
+    assert!(AnyConfig::Taco(bad).render("m").is_err());
+
+    // The SPADE default for a 5000-column matrix, as the papers' CSV row.
+    let space = AnySpace::from_name("spade-spmm", &SpaceOptions::default()).unwrap();
+    let d = space.default_config(&shape(10, 5000));
+    let row = d.render("cage4").unwrap();
+    assert_eq!(row, "cage4, 32, 5000, 32, 0, 0, 0");
+    assert_eq!(
+        AnyConfig::Spade(SpadeRow::parse_csv(&row).unwrap().config),
+        d
+    );
+
+    // SparseTIR: JSON that reads back to the same configuration.
+    let space = AnySpace::from_name("sparsetir-sddmm", &SpaceOptions::default()).unwrap();
+    for c in space.enumerate(&shape(10, 10)).into_iter().take(20) {
+        let AnyConfig::SparseTir(g) = &c else {
+            panic!("{c:?}")
+        };
+        let json = c.render("m").unwrap();
+        assert_eq!(GpuConfig::from_json(&json).unwrap(), *g);
+        assert!(json.starts_with("{\"kernel\":\"sddmm\""), "{json}");
+    }
 }

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Runs every fuzz target (or the ones named) for a bounded time and prints executions,
+# coverage and crashes per target. CI runs it briefly from scripts/test.sh; long campaigns use
+# the same script (see docs/reliability.md).
+#
+#   bash scripts/fuzz.sh [--time SECONDS] [--runs N] [--sanitizer address|none] [TARGET...]
+#
+# Defaults: 20 s per target, AddressSanitizer; with both --time and --runs a run stops at
+# whichever comes first. Installs cargo-fuzz (crates.io) when missing and
+# needs the nightly toolchain. Corpora live in fuzz/corpus/<target>/ (seeded from the fixtures
+# by scripts/fuzz-seeds.py, grown by every run); a crash leaves its input in
+# fuzz/artifacts/<target>/ and makes the script fail after all targets ran. Minimize a crash
+# with `cargo +nightly fuzz tmin TARGET ARTIFACT` and keep it under fuzz/regressions/TARGET/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+time_limit=20
+runs=()
+sanitizer=address
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --time) time_limit="$2"; shift 2 ;;
+    --runs) runs=(-runs="$2"); [ "$time_limit" = 20 ] && time_limit=0; shift 2 ;;
+    --sanitizer) sanitizer="$2"; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+
+rustup toolchain list | grep -q '^nightly' || {
+  echo "error: the nightly toolchain is needed (rustup toolchain install nightly)" >&2; exit 1; }
+if ! command -v cargo-fuzz >/dev/null; then
+  echo "== installing cargo-fuzz (crates.io)"
+  cargo install cargo-fuzz --locked --quiet
+fi
+
+all=$(cd fuzz && cargo fuzz list)
+[ ${#targets[@]} -gt 0 ] || read -r -a targets <<< "$(echo $all)"
+for t in "${targets[@]}"; do
+  grep -qx "$t" <<< "$all" || { echo "error: no fuzz target '$t' (have: $(echo $all))" >&2; exit 1; }
+done
+
+python3 scripts/fuzz-seeds.py
+echo "== building fuzz targets (sanitizer: $sanitizer)"
+one=()
+[ ${#targets[@]} -eq 1 ] && one=("${targets[0]}")
+(cd fuzz && cargo +nightly fuzz build -O --sanitizer "$sanitizer" "${one[@]}") \
+  || { echo "error: fuzz build failed" >&2; exit 1; }
+
+# Known upstream leak in ort-tract (see ffi-examples/lsan.supp); anything else fails the run.
+export LSAN_OPTIONS="suppressions=$PWD/ffi-examples/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+mkdir -p fuzz/logs
+failed=()
+printf '%-16s %12s %8s %8s %8s  %s\n' target executions exec/s cov ft result
+for t in "${targets[@]}"; do
+  log=fuzz/logs/$t.log
+  set +e
+  (cd fuzz && cargo +nightly fuzz run -O --sanitizer "$sanitizer" "$t" "corpus/$t" -- \
+      -max_total_time="$time_limit" "${runs[@]}" -rss_limit_mb=3072 -timeout=30 -max_len=65536 -print_final_stats=1) \
+      > "$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+  speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
+  cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
+  ft=$( (grep -o 'ft: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
+  if [ $rc -eq 0 ]; then result=ok; else result="CRASH (see $log, fuzz/artifacts/$t/)"; failed+=("$t"); fi
+  printf '%-16s %12s %8s %8s %8s  %s\n' "$t" "${execs:-?}" "${speed:-?}" "${cov:-?}" "${ft:-?}" "$result"
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "error: fuzz targets crashed: ${failed[*]}" >&2
+  exit 1
+fi
+echo "== fuzz: ok"

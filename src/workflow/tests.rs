@@ -1,0 +1,142 @@
+//! Tests of the workflow on the fixtures: head selection, preparation in the head's line
+//! form, the rank report, and measuring commands.
+
+use std::time::Duration;
+
+use super::*;
+use crate::schedule::space::{ScheduleSpace, SpaceOptions};
+use crate::{CostModel, CsrPattern, ErrorKind, LoadOptions};
+
+fn cognate() -> Model {
+    Model::load("tests/data/fixtures/tiny-cognate", &LoadOptions::default()).unwrap()
+}
+
+fn banded(n: usize) -> CsrPattern {
+    let (mut row_ptr, mut col_idx) = (vec![0usize], Vec::new());
+    for r in 0..n {
+        for c in r.saturating_sub(1)..(r + 2).min(n) {
+            col_idx.push(c as u32);
+        }
+        row_ptr.push(col_idx.len());
+    }
+    CsrPattern::new(n, n, row_ptr, col_idx).unwrap()
+}
+
+/// The WACO SpMM space with two values per split and chunk (5 184 configurations).
+fn small_taco() -> crate::schedule::space::TacoSpace {
+    let mut taco = crate::schedule::space::TacoSpace::waco(Kernel::SpMM);
+    taco.splits = vec![vec![1, 4], vec![1, 8], vec![1, 16]];
+    taco.chunks = vec![1, 16];
+    taco
+}
+
+#[test]
+fn heads_are_selected_by_name_target_and_kernel() {
+    let model = cognate();
+    let info = model.info();
+    let h = select_head(info, None, Some(Target::Spade), Some(Kernel::SDDMM)).unwrap();
+    assert_eq!(h.name, "spade/sddmm");
+    let h = select_head(info, Some("spade/spmm"), Some(Target::Spade), None).unwrap();
+    assert_eq!(h.kernel, Kernel::SpMM);
+    // A named head for another target, no head, several heads, an unknown name.
+    let e = select_head(info, Some("spade/spmm"), Some(Target::CpuTaco), None).unwrap_err();
+    assert!(e.to_string().contains("not target cpu-taco"), "{e}");
+    let e = select_head(info, None, Some(Target::CpuTaco), Some(Kernel::SpMV)).unwrap_err();
+    assert!(e.to_string().contains("cpu-taco spmv"), "{e}");
+    let e = select_head(info, None, Some(Target::Spade), None).unwrap_err();
+    assert!(e.to_string().contains("2 heads"), "{e}");
+    let e = select_head(info, Some("cpu/none"), None, None).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::UnknownHead { .. }), "{e:?}");
+}
+
+#[test]
+fn prepare_picks_the_head_and_its_line_form() {
+    let model = cognate();
+    let pattern = banded(40);
+    let shape = MatrixShape::from(&pattern);
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    for name in ["taco-spmm", "spade-spmm", "spade-sddmm", "sparsetir-spmm"] {
+        let space = match name {
+            "taco-spmm" => AnySpace::from(small_taco()),
+            _ => AnySpace::from_name(name, &SpaceOptions::default()).unwrap(),
+        };
+        let cands = prepare(&model, None, &space, &shape).unwrap();
+        assert_eq!(cands.space_name(), format!("{name}-unified"));
+        assert!(cands.ranked_count() > 0, "{name}");
+        let top = model.top_k_with_default(&matrix, &cands, 5).unwrap();
+        let report = SpaceRankReport::new("band40", &cands, &top).unwrap();
+        assert_eq!(report.entries.len(), top.entries.len());
+        let d = report.default_entry().unwrap();
+        assert!(d.is_default && d.index == cands.default_index());
+        for (e, t) in report.entries.iter().zip(&top.entries) {
+            assert_eq!(e.rank, t.rank.map(|r| r + 1));
+            let c = cands.config(e.index).unwrap();
+            assert_eq!(e.toolchain, c.render("band40").unwrap());
+            assert_eq!(
+                e.line,
+                space.clone().with_form(LineForm::Unified).to_line(&c)
+            );
+        }
+        let ranks: Vec<usize> = report.entries[..top.top_len]
+            .iter()
+            .map(|e| e.rank.unwrap())
+            .collect();
+        assert_eq!(ranks, (1..=top.top_len).collect::<Vec<_>>());
+    }
+    // SPADE has no SpMV space; the fixture has no TACO SDDMM head.
+    let e = AnySpace::from_name("spade-spmv", &SpaceOptions::default()).unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::UnsupportedKernel { .. }),
+        "{e}"
+    );
+    let space = AnySpace::from_name("taco-sddmm", &SpaceOptions::default()).unwrap();
+    assert!(prepare(&model, None, &space, &shape).is_err());
+}
+
+#[test]
+fn waco_heads_take_native_lines() {
+    let model = Model::load(
+        "tests/data/fixtures/tiny-waco-spmm",
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let space = AnySpace::from(small_taco());
+    let cands = prepare(&model, None, &space, &MatrixShape::new(64, 64, 200)).unwrap();
+    assert_eq!(cands.space_name(), "taco-spmm");
+    let d = cands.default_index();
+    assert_eq!(
+        cands.line(d).unwrap(),
+        "1 1 1 i1 i0 k1 k0 j1 j0 1 1 0 1 i1 48 32"
+    );
+}
+
+#[test]
+fn measure_command_reads_times_and_reports_failures() {
+    let t = Duration::from_secs(10);
+    let cmd = MeasureCommand::new("printf 'got %s\\n' {}; echo \"$DASHRANK_INDEX\" ms", t).unwrap();
+    assert_eq!(cmd.measure(7, "1 2", "a b").unwrap(), 7.0);
+    let cmd = MeasureCommand::new("test {} = 'x y' && echo 2.5ms", t).unwrap();
+    assert_eq!(cmd.measure(0, "", "x y").unwrap(), 2.5);
+    let cmd = MeasureCommand::new("echo oops >&2; exit 3 # {}", t).unwrap();
+    assert_eq!(
+        cmd.measure(0, "", "c").unwrap_err(),
+        MeasureFailure::Exit {
+            code: Some(3),
+            stderr: "oops".into()
+        }
+    );
+    let cmd = MeasureCommand::new("echo no time here {}", t).unwrap();
+    assert!(matches!(
+        cmd.measure(0, "", "c"),
+        Err(MeasureFailure::NoTime { .. })
+    ));
+    // A command (and the child it starts) running past the timeout is killed.
+    let started = std::time::Instant::now();
+    let cmd = MeasureCommand::new("sleep 30 | cat; echo 1 {}", Duration::from_millis(300)).unwrap();
+    let e = cmd.measure(0, "", "c").unwrap_err();
+    assert_eq!(e, MeasureFailure::Timeout(Duration::from_millis(300)));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(e.to_string().contains("timed out"));
+    assert!(MeasureCommand::new("no placeholder", t).is_err());
+    assert!(MeasureCommand::new("x {}", Duration::ZERO).is_err());
+}
