@@ -7,10 +7,11 @@
 #
 # Defaults: 20 s per target, AddressSanitizer; with both --time and --runs a run stops at
 # whichever comes first. Installs cargo-fuzz (crates.io) when missing and
-# needs the nightly toolchain. Corpora live in fuzz/corpus/<target>/ (seeded from the fixtures
+# runs on the machine's stable toolchain (RUSTC_BOOTSTRAP=1; no nightly needed). Corpora live
+# in fuzz/corpus/<target>/ (seeded from the fixtures
 # by scripts/fuzz-seeds.py, grown by every run); a crash leaves its input in
 # fuzz/artifacts/<target>/ and makes the script fail after all targets ran. Minimize a crash
-# with `cargo +nightly fuzz tmin TARGET ARTIFACT` and keep it under fuzz/regressions/TARGET/.
+# with `cargo fuzz tmin TARGET ARTIFACT` (as above) and keep it under fuzz/regressions/TARGET/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,8 +29,15 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-rustup toolchain list | grep -q '^nightly' || {
-  echo "error: the nightly toolchain is needed (rustup toolchain install nightly)" >&2; exit 1; }
+# cargo-fuzz passes `-Z` flags; the machine's own (stable) toolchain accepts them with
+# RUSTC_BOOTSTRAP=1 and ships the AddressSanitizer runtime. DASHRANK_FUZZ_TOOLCHAIN=nightly
+# (or any rustup toolchain name) picks another.
+toolchain=()
+if [ -n "${DASHRANK_FUZZ_TOOLCHAIN:-}" ]; then
+  toolchain=("+$DASHRANK_FUZZ_TOOLCHAIN")
+else
+  export RUSTC_BOOTSTRAP=1
+fi
 if ! command -v cargo-fuzz >/dev/null; then
   echo "== installing cargo-fuzz (crates.io)"
   cargo install cargo-fuzz --locked --quiet
@@ -45,7 +53,7 @@ python3 scripts/fuzz-seeds.py
 echo "== building fuzz targets (sanitizer: $sanitizer)"
 one=()
 [ ${#targets[@]} -eq 1 ] && one=("${targets[0]}")
-(cd fuzz && cargo +nightly fuzz build -O --sanitizer "$sanitizer" "${one[@]}") \
+(cd fuzz && cargo "${toolchain[@]}" fuzz build -O --sanitizer "$sanitizer" "${one[@]}") \
   || { echo "error: fuzz build failed" >&2; exit 1; }
 
 # Known upstream leak in ort-tract (see ffi-examples/lsan.supp); anything else fails the run.
@@ -56,7 +64,7 @@ printf '%-16s %12s %8s %8s %8s  %s\n' target executions exec/s cov ft result
 for t in "${targets[@]}"; do
   log=fuzz/logs/$t.log
   set +e
-  (cd fuzz && cargo +nightly fuzz run -O --sanitizer "$sanitizer" "$t" "corpus/$t" -- \
+  (cd fuzz && cargo "${toolchain[@]}" fuzz run -O --sanitizer "$sanitizer" "$t" "corpus/$t" -- \
       -max_total_time="$time_limit" "${runs[@]}" -rss_limit_mb=3072 -timeout=30 -max_len=65536 -print_final_stats=1) \
       > "$log" 2>&1
   rc=$?
