@@ -5,19 +5,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${DASHRANK_SHARED:-../shared}
+# Every section header carries the minutes elapsed, so a CI log shows where the time goes.
+START=$SECONDS
+section() { printf '== [%d:%02d] %s\n' $(((SECONDS - START) / 60)) $(((SECONDS - START) % 60)) "$*"; }
 bash scripts/setup.sh
 
-echo "== format and lint (lean default build, tract + CLI, ONNX Runtime + CLI)"
+section "format and lint (lean default build, tract + CLI, ONNX Runtime + CLI)"
 cargo fmt --all -- --check
 cargo clippy --quiet --all-targets -- -D warnings
 cargo clippy --quiet --all-targets --features tract,cli -- -D warnings
 cargo clippy --quiet --all-targets --no-default-features --features onnxruntime,cli,capi -- -D warnings
 
-echo "== Python exporter tests (this CPU's OpenBLAS kernels, then the Haswell/AVX2 ones)"
+section "Python exporter tests (this CPU's OpenBLAS kernels, then the Haswell/AVX2 ones)"
 .venv/bin/python -m pytest onnx/tests -q
 OPENBLAS_CORETYPE=Haswell .venv/bin/python -m pytest onnx/tests -q
 
-echo "== reference outputs of the real WACO models (numpy oracle)"
+section "reference outputs of the real WACO models (numpy oracle)"
 mkdir -p target/golden
 if [ -d "$SHARED/data/waco/matrices" ]; then
   for pair in spmm:SpMM sddmm:SDDMM spmv:SpMV; do
@@ -33,7 +36,7 @@ if [ -d "$SHARED/data/waco/matrices" ]; then
   done
 fi
 
-echo "== COGNATE checkpoint round trip: state dicts -> convert_cognate -> reference scores (numpy oracle)"
+section "COGNATE checkpoint round trip: state dicts -> convert_cognate -> reference scores (numpy oracle)"
 if [ -d "$SHARED/data/waco/matrices" ]; then
   out=target/golden/cognate
   if [ ! -f "$out/golden.json" ] \
@@ -43,7 +46,7 @@ if [ -d "$SHARED/data/waco/matrices" ]; then
   fi
 fi
 
-echo "== full-size COGNATE bundle (seeded random weights) for the native-vs-ort parity test"
+section "full-size COGNATE bundle (seeded random weights) for the native-vs-ort parity test"
 if [ ! -f models/cognate-full/.generated ] \
    || [ -n "$(find onnx/dashrank_onnx -newer models/cognate-full/.generated -name '*.py' 2>/dev/null)" ]; then
   rm -rf models/cognate-full
@@ -52,34 +55,35 @@ if [ ! -f models/cognate-full/.generated ] \
   touch models/cognate-full/.generated
 fi
 
-echo "== Rust tests, lean default build (native engine, pure Rust), best SIMD level"
+section "Rust tests, lean default build (native engine, pure Rust), best SIMD level"
 cargo test --release --all-targets
 cargo test --release --doc
 
 # The same parity and determinism tests on the other kernels of this machine: a CPU-dependent
 # result shows up here whatever CPU CI has (DASHRANK_SIMD caps the level; see src/simd).
 for level in avx2 scalar; do
-  echo "== Rust parity tests, native engine, SIMD forced to $level"
+  section "Rust parity tests, native engine, SIMD forced to $level"
   DASHRANK_SIMD=$level cargo test --release --test real_waco --test fixture_parity --test native
 done
 
-echo "== Rust tests with tract and the CLI (native-vs-tract parity, CLI), then on the tract backend"
-cargo test --release --features tract,cli --all-targets
+section "Rust tests with tract and the CLI (native-vs-tract parity, CLI), then on the tract backend"
+cargo test --release --features tract,cli --tests
 DASHRANK_TEST_BACKEND=tract cargo test --release --features tract,cli \
   --test real_waco --test fixture_parity --test bad_input --test threads
 
-echo "== C ABI: header, SONAME, C/C++ examples, valgrind, ASan"
+section "C ABI: header, SONAME, C/C++ examples, valgrind, ASan"
 bash scripts/ffi.sh
 
-echo "== soak, short: one model, mixed calls over matrices of very different sizes (RSS, repeats)"
+section "soak, short: one model, mixed calls over matrices of very different sizes (RSS, repeats)"
 cargo run --release --quiet --example soak -- --calls 300 --every 100 --large-rows 65536
 
-echo "== fuzz, short pass: every target briefly (long campaigns: docs/reliability.md)"
+section "fuzz, short pass: every target briefly (long campaigns: docs/reliability.md)"
 bash scripts/fuzz.sh --time 15
 
-echo "== TVM FFI module: tvm_ffi.load_module from Python ranks SparseTIR configurations"
+section "TVM FFI module: tvm_ffi.load_module from Python ranks SparseTIR configurations"
 CARGO_TARGET_DIR=target bash scripts/tvm.sh
 
-echo "== Rust tests, ONNX Runtime backend (libonnxruntime from the onnxruntime wheel)"
+section "Rust tests, ONNX Runtime backend (libonnxruntime from the onnxruntime wheel)"
 DASHRANK_ORT_LIB=$(bash scripts/ort-lib.sh) DASHRANK_TEST_BACKEND=onnxruntime \
-  cargo test --release --no-default-features --features onnxruntime,cli,capi --all-targets
+  cargo test --release --no-default-features --features onnxruntime,cli,capi --tests
+section "all tests passed"

@@ -172,9 +172,15 @@ impl Schema {
             super::TextFormat::Waco => {
                 let (body, ms) = super::waco::split_measured(line);
                 tokens.clear();
-                // ASCII lines (all machine-written ones) split faster without Unicode tables.
+                // ASCII lines (all machine-written ones) split faster without Unicode tables;
+                // the separators are exactly `char::is_whitespace`'s ASCII ones (vertical tab
+                // included, which `split_ascii_whitespace` leaves out), so both paths agree
+                // with `Schema::parse_line`.
                 if body.is_ascii() {
-                    tokens.extend(body.split_ascii_whitespace());
+                    tokens.extend(
+                        body.split([' ', '\t', '\n', '\x0b', '\x0c', '\r'])
+                            .filter(|t| !t.is_empty()),
+                    );
                 } else {
                     tokens.extend(body.split_whitespace());
                 }

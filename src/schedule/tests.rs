@@ -204,6 +204,23 @@ fn spmv_line_matches_waco_by_hand() {
     assert_eq!(waco_reference(&SPMV_SYMBOLS, 2, 9, line), expected);
 }
 
+/// Found by the schedule_lines fuzz target: a vertical tab between tokens is whitespace for
+/// `parse_line` (`char::is_whitespace`) and must be for the batch encoder's ASCII path too.
+#[test]
+fn batch_encoder_splits_on_the_same_whitespace_as_parse_line() {
+    let s = spmm();
+    let line = "16 256 1 k1 k0 i1 i0\x0bj1 j0 1 0 0 0\x0ci1 48 16\r";
+    let parsed = s
+        .parse_line(line)
+        .expect("parse_line accepts vertical tab and form feed");
+    let b = s.encode_batch(&[line]);
+    assert_eq!(b.n_valid(), 1);
+    assert_eq!(
+        b.row(0).unwrap(),
+        s.encode(&parsed.schedule).unwrap().as_slice()
+    );
+}
+
 #[test]
 fn waco_error_messages() {
     let s = spmm();

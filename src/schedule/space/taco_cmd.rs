@@ -229,6 +229,18 @@ impl FromStr for SplitFormat {
                 })
                 .collect::<Result<Vec<_>>>()?,
         };
+        let identifier = tensor.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && tensor
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !identifier {
+            return Err(bad(
+                "the tensor name must be an identifier (letters, digits, _)",
+            ));
+        }
+        if levels.is_empty() {
+            return Err(bad("expected at least one level letter (d or s)"));
+        }
         let mut sorted = ordering.clone();
         sorted.sort_unstable();
         if tensor.is_empty()

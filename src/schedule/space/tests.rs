@@ -246,6 +246,11 @@ fn taco_commands_parse_and_print() {
     );
     assert!("A:dx:0,1".parse::<SplitFormat>().is_err());
     assert!("A:ds:0,0".parse::<SplitFormat>().is_err());
+    // Found by the taco_commands fuzz target: accepted, then printed as `A?ssds::`, which
+    // did not parse back. No levels and non-identifier tensor names are refused.
+    assert!("A?ssds:".parse::<SplitFormat>().is_err());
+    assert!("A:".parse::<SplitFormat>().is_err());
+    assert!(":ds".parse::<SplitFormat>().is_err());
 }
 
 #[test]
