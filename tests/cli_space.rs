@@ -8,6 +8,9 @@
 
 mod common;
 
+mod cli_support;
+
+use cli_support::{backend_args, dashrank};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -24,37 +27,6 @@ fn fixture(name: &str) -> String {
 }
 
 const MATRIX: &str = "ffi-examples/data/band96.mtx";
-
-/// Runs the CLI from the repository root, with the backend flags of `DASHRANK_TEST_BACKEND`.
-fn dashrank(args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dashrank"));
-    cmd.args(args).current_dir(repo());
-    if args.contains(&"--model") {
-        cmd.args(backend_args());
-    }
-    cmd.output().expect("running dashrank")
-}
-
-/// The CLI flags selecting the backend under test: none for the native engine (the
-/// default), else as `DASHRANK_TEST_BACKEND` says (`tract`, or `onnxruntime` with
-/// `DASHRANK_ORT_LIB`), as `tests/common` does for the library tests.
-fn backend_args() -> Vec<String> {
-    match std::env::var("DASHRANK_TEST_BACKEND").as_deref() {
-        Ok("tract") => vec!["--backend".into(), "tract".into()],
-        Ok("onnxruntime") => {
-            let lib = std::env::var("DASHRANK_ORT_LIB").expect(
-                "DASHRANK_ORT_LIB must name libonnxruntime (run `bash scripts/ort-lib.sh`)",
-            );
-            vec![
-                "--backend".into(),
-                "onnxruntime".into(),
-                "--ort-lib".into(),
-                lib,
-            ]
-        }
-        _ => Vec::new(),
-    }
-}
 
 fn ok(out: &Output) -> String {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
