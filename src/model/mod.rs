@@ -29,6 +29,7 @@ mod limits;
 mod native;
 mod onnx_proto;
 mod run;
+pub(crate) mod tasks;
 
 use bundle::{Bundle, BundleFile};
 use cache::MatrixCache;
@@ -116,6 +117,13 @@ pub(crate) struct Head {
     pub info: HeadInfo,
     pub schema: Schema,
     pub exec: HeadExec,
+}
+
+impl Head {
+    /// True when the head runs on the native engine.
+    pub(crate) fn is_native(&self) -> bool {
+        matches!(self.exec, HeadExec::Native(_))
+    }
 }
 
 /// How the matrix embedder runs.

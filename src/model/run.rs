@@ -24,7 +24,8 @@ impl Prepared {
     pub(crate) fn append(&mut self, other: Prepared) {
         match (self, other) {
             (Prepared::Native(a), Prepared::Native(b)) => {
-                if a.n == 0 {
+                // Moved when nothing is held or reserved; else copied into the reservation.
+                if a.n == 0 && a.data.capacity() < b.data.len() {
                     *a = b;
                 } else {
                     debug_assert_eq!(a.stride, b.stride);
@@ -45,6 +46,21 @@ impl Prepared {
         }
     }
 
+    /// Rows held.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Prepared::Native(r) => r.n,
+            Prepared::Ort(a) => a.nrows(),
+        }
+    }
+
+    /// Reserves room for `more` rows (native rows; `ort` rows are joined on append).
+    pub(crate) fn reserve(&mut self, more: usize) {
+        if let Prepared::Native(r) = self {
+            r.data.reserve(more * r.stride);
+        }
+    }
+
     /// Bytes held.
     pub(crate) fn bytes(&self) -> usize {
         match self {
@@ -56,7 +72,7 @@ impl Prepared {
 
 impl Model {
     /// Runs `f` in the model's dense thread pool (if it has one).
-    fn in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+    pub(crate) fn in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.pool {
             Some(pool) => pool.install(f),
             None => f(),
@@ -65,6 +81,11 @@ impl Model {
 
     fn exec(&self) -> Exec {
         self.exec
+    }
+
+    /// Whether calls may use more than one thread (`LoadOptions::threads` is not 1).
+    pub(crate) fn parallel(&self) -> bool {
+        self.exec.parallel
     }
 
     /// Runs the featurizer alone: the pooled conv features of a pattern.

@@ -10,8 +10,14 @@
 //! and tuned with a measure callback ([`Model::tune`]); see [`SpaceCandidates`].
 
 use crate::error::{Error, Result};
+use crate::model::tasks::map_tasks;
 use crate::model::{MatrixEmbedding, Model, ModelInfo, Prepared};
 use crate::pattern::CsrPattern;
+use crate::schedule::EncodedBatch;
+
+/// Lines per parallel task when preparing candidates: enough to amortise a task, small
+/// enough to use two threads on a compiler's few hundred candidates.
+const PREPARE_TASK: usize = 128;
 
 mod measure;
 mod space;
@@ -282,26 +288,58 @@ impl Model {
                 u32::MAX
             )));
         }
-        let batch = h.schema.encode_batch(lines);
-        debug_assert_eq!(
-            batch.rows.len(),
-            batch.index.len() * h.schema.encoded_width()
-        );
-        let prepared = self.prepare_rows(h, &batch.rows, batch.index.len())?;
-        set.prepared.append(prepared);
-        set.valid
-            .extend(batch.index.iter().map(|&i| (base + i) as u32));
-        for (i, status) in batch.statuses.into_iter().enumerate() {
-            if let Err(e) = status {
-                set.errors.push((base + i, e));
-            }
-        }
-        for (i, ms) in batch.measured_ms.into_iter().enumerate() {
-            if let Some(ms) = ms {
-                set.measured.push((base + i, ms));
-            }
+        let lines: Vec<&str> = lines.iter().map(AsRef::as_ref).collect();
+        let parts = if h.is_native() {
+            // One pass per chunk (parse, encode, table rows, layers) in the model's pool: each
+            // worker keeps its chunk in cache, and there is one fork-join per call.
+            let tasks = lines.len().div_ceil(PREPARE_TASK);
+            self.in_pool(|| {
+                map_tasks(tasks, self.parallel(), |t| {
+                    let from = t * PREPARE_TASK;
+                    let chunk = &lines[from..(from + PREPARE_TASK).min(lines.len())];
+                    let batch = h.schema.encode_range(chunk, from);
+                    let prepared = self.prepare_rows(h, &batch.rows, batch.index.len())?;
+                    Ok((from, batch, prepared))
+                })
+            })
+            .into_iter()
+            .collect::<Result<Vec<_>>>()?
+        } else {
+            let batch = h.schema.encode_batch(&lines);
+            let prepared = self.prepare_rows(h, &batch.rows, batch.index.len())?;
+            vec![(0, batch, prepared)]
+        };
+        set.prepared
+            .reserve(parts.iter().map(|(_, _, p)| p.len()).sum::<usize>());
+        for (offset, batch, prepared) in parts {
+            append_part(set, base, offset, batch, prepared);
         }
         set.len = base + lines.len();
         Ok(())
+    }
+}
+
+/// Appends one encoded and prepared part of an `append_candidates` call: the call's first line
+/// is candidate `base`, the part's first line is line `offset` of the call.
+fn append_part(
+    set: &mut CandidateSet,
+    base: usize,
+    offset: usize,
+    batch: EncodedBatch,
+    prepared: Prepared,
+) {
+    set.prepared.append(prepared);
+    // `batch.index` counts from the call's first line already.
+    set.valid
+        .extend(batch.index.iter().map(|&i| (base + i) as u32));
+    for (i, status) in batch.statuses.into_iter().enumerate() {
+        if let Err(e) = status {
+            set.errors.push((base + offset + i, e));
+        }
+    }
+    for (i, ms) in batch.measured_ms.into_iter().enumerate() {
+        if let Some(ms) = ms {
+            set.measured.push((base + offset + i, ms));
+        }
     }
 }

@@ -130,7 +130,7 @@ impl Schema {
     }
 
     /// [`Schema::encode_batch`] of `lines`, whose first line is input position `base`.
-    fn encode_range<S: AsRef<str>>(&self, lines: &[S], base: usize) -> EncodedBatch {
+    pub(crate) fn encode_range<S: AsRef<str>>(&self, lines: &[S], base: usize) -> EncodedBatch {
         let n = lines.len();
         let width = self.encoded_width();
         let mut batch = EncodedBatch {
@@ -177,10 +177,7 @@ impl Schema {
                 // included, which `split_ascii_whitespace` leaves out), so both paths agree
                 // with `Schema::parse_line`.
                 if body.is_ascii() {
-                    tokens.extend(
-                        body.split([' ', '\t', '\n', '\x0b', '\x0c', '\r'])
-                            .filter(|t| !t.is_empty()),
-                    );
+                    split_ascii_tokens(body, tokens);
                 } else {
                     tokens.extend(body.split_whitespace());
                 }
@@ -266,6 +263,27 @@ impl Schema {
     }
 }
 
+/// Appends the tokens of an ASCII `text` separated by runs of `char::is_whitespace`'s ASCII
+/// characters (space, `\t`, `\n`, vertical tab, form feed, `\r`): one pass over the bytes.
+fn split_ascii_tokens<'a>(text: &'a str, tokens: &mut Vec<&'a str>) {
+    let is_space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        while i < bytes.len() && is_space(bytes[i]) {
+            i += 1;
+        }
+        let start = i;
+        while i < bytes.len() && !is_space(bytes[i]) {
+            i += 1;
+        }
+        if start < i {
+            // ASCII text: every byte index is a character boundary.
+            tokens.push(&text[start..i]);
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -284,6 +302,23 @@ mod tests {
       "name": "other", "version": 1, "text_format": "waco",
       "fields": [{"name": "x", "kind": "choice", "values": [1]}]
     }"#;
+
+    #[test]
+    fn ascii_split_agrees_with_split_whitespace() {
+        for text in [
+            "",
+            "   ",
+            "a",
+            " a  b\tc\n",
+            "\x0b1\x0c2\r3 \t\n",
+            "k1 k0  i1\ti0 = 3.5",
+        ] {
+            let mut got = Vec::new();
+            split_ascii_tokens(text, &mut got);
+            let expect: Vec<&str> = text.split_whitespace().collect();
+            assert_eq!(got, expect, "{text:?}");
+        }
+    }
 
     #[test]
     fn encode_into_checks_length_and_schema() {

@@ -75,6 +75,23 @@ impl FieldKind {
     }
 }
 
+/// A key no token has (its length byte is 0xFF).
+const NO_KEY: u64 = u64::MAX;
+
+/// A token of 1 to 7 bytes packed into a `u64` (bytes little-endian, length in the top byte),
+/// so that equal keys mean equal text: the schedule parser's hot-path comparison.
+fn short_key(token: &str) -> Option<u64> {
+    let b = token.as_bytes();
+    if b.is_empty() || b.len() > 7 {
+        return None;
+    }
+    let mut k = (b.len() as u64) << 56;
+    for (i, &c) in b.iter().enumerate() {
+        k |= u64::from(c) << (8 * i);
+    }
+    Some(k)
+}
+
 /// A field's vocabulary: all integers or all strings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -137,12 +154,31 @@ impl ChoiceValues {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChoiceKind {
     values: ChoiceValues,
+    /// [`short_key`] of each value's printed token (`NO_KEY` when longer than 7 bytes).
+    keys: Vec<u64>,
 }
 
 impl ChoiceKind {
     /// A choice over `values` (checked by the registry's builder).
     pub(crate) fn new(values: ChoiceValues) -> Self {
-        Self { values }
+        let keys = (0..values.len())
+            .map(|i| {
+                values
+                    .token(i)
+                    .as_deref()
+                    .and_then(short_key)
+                    .unwrap_or(NO_KEY)
+            })
+            .collect();
+        Self { values, keys }
+    }
+
+    /// Index of the value `token` denotes: its printed form by one integer compare per
+    /// value, any other spelling (`08`, `+8`, long tokens) through the full parse.
+    fn position(&self, token: &str) -> Option<usize> {
+        short_key(token)
+            .and_then(|k| self.keys.iter().position(|&x| x == k))
+            .or_else(|| self.values.position(token))
     }
 
     /// The vocabulary, in encoding order.
@@ -162,12 +198,26 @@ impl ChoiceKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PermutationKind {
     symbols: Vec<String>,
+    /// [`short_key`] of each symbol (`NO_KEY` when longer than 7 bytes).
+    keys: Vec<u64>,
 }
 
 impl PermutationKind {
     /// A permutation of `symbols` (checked by the registry's builder).
     pub(crate) fn new(symbols: Vec<String>) -> Self {
-        Self { symbols }
+        let keys = symbols
+            .iter()
+            .map(|s| short_key(s).unwrap_or(NO_KEY))
+            .collect();
+        Self { symbols, keys }
+    }
+
+    /// Index of the symbol `token` is (exact text).
+    fn symbol_index(&self, token: &str) -> Option<usize> {
+        match short_key(token) {
+            Some(k) => self.keys.iter().position(|&x| x == k),
+            None => self.symbols.iter().position(|s| s == token),
+        }
     }
 
     /// The symbols, in encoding order (row order of the one-hot matrix).
@@ -308,8 +358,7 @@ impl KindCodec for ChoiceKind {
 
     fn parse(&self, tokens: &[&str]) -> Result<FieldValue, Rejection> {
         let token = tokens.first().copied().unwrap_or_default();
-        self.values
-            .position(token)
+        self.position(token)
             .map(FieldValue::Choice)
             .ok_or_else(|| Rejection {
                 value: token.to_owned(),
@@ -371,7 +420,7 @@ impl KindCodec for PermutationKind {
         let n = self.symbols.len();
         let mut order = Vec::with_capacity(n);
         for (pos, token) in tokens.iter().enumerate() {
-            match self.symbols.iter().position(|s| s == token) {
+            match self.symbol_index(token) {
                 Some(sym) => order.push(sym),
                 None => {
                     return Err(Rejection {
@@ -416,7 +465,7 @@ impl KindCodec for PermutationKind {
         out.fill(0.0);
         let mut seen = 0u64;
         for (pos, token) in tokens.iter().enumerate() {
-            match self.symbols.iter().position(|s| s == token) {
+            match self.symbol_index(token) {
                 Some(sym) if seen & (1 << sym) == 0 => {
                     seen |= 1 << sym;
                     out[sym * n + pos] = 1.0;
@@ -649,6 +698,37 @@ mod tests {
         assert_eq!(s, "c a b");
     }
 
+    /// The packed-key fast path agrees with the full parse on every spelling.
+    #[test]
+    fn short_keys_match_exact_text_only() {
+        assert_ne!(short_key("a"), short_key("a\0"));
+        assert_eq!(short_key(""), None);
+        assert_eq!(short_key("12345678"), None);
+        let c = ChoiceKind::new(ChoiceValues::Ints(vec![1, 8, 12345678, -4]));
+        for (token, index) in [
+            ("8", Some(1)),
+            ("08", Some(1)),
+            ("+8", Some(1)),
+            ("12345678", Some(2)),
+            ("-4", Some(3)),
+            ("80", None),
+            ("8\0", None),
+        ] {
+            assert_eq!(c.position(token), index, "{token:?}");
+        }
+        let s = ChoiceKind::new(ChoiceValues::Strings(vec![
+            "i1".into(),
+            "longer_than_7".into(),
+        ]));
+        assert_eq!(s.position("i1"), Some(0));
+        assert_eq!(s.position("longer_than_7"), Some(1));
+        assert_eq!(s.position("i1 "), None);
+        let p = perm(&["i1", "averylongsymbol", "k0"]);
+        assert_eq!(p.symbol_index("k0"), Some(2));
+        assert_eq!(p.symbol_index("averylongsymbol"), Some(1));
+        assert_eq!(p.symbol_index("k"), None);
+    }
+
     #[test]
     fn check_rejects_foreign_values() {
         let k = perm(&["a", "b"]);
@@ -657,9 +737,7 @@ mod tests {
         assert!(k.check(&FieldValue::Permutation(vec![0])).is_err());
         assert!(k.check(&FieldValue::Permutation(vec![1, 1])).is_err());
         assert!(k.check(&FieldValue::Permutation(vec![1, 0])).is_ok());
-        let c = ChoiceKind {
-            values: ChoiceValues::Ints(vec![1, 2]),
-        };
+        let c = ChoiceKind::new(ChoiceValues::Ints(vec![1, 2]));
         assert!(c.check(&FieldValue::Choice(2)).is_err());
         assert!(c.check(&FieldValue::Permutation(vec![0])).is_err());
     }

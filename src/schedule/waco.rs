@@ -28,15 +28,15 @@ pub fn split_measured(line: &str) -> (&str, Option<&str>) {
 
 /// Parses the text after `=`: exactly one finite, non-negative number of milliseconds.
 pub(crate) fn parse_measured_ms(text: &str) -> Result<f64, Problem> {
-    let tokens: Vec<&str> = text.split_whitespace().collect();
     let bad = |reason: String| Problem::new(None, Some(text.trim().to_owned()), reason);
-    let token = match tokens.as_slice() {
-        [] => return Err(bad("missing measured time after '='".into())),
-        [one] => *one,
-        more => {
+    let mut tokens = text.split_whitespace();
+    let token = match (tokens.next(), tokens.next()) {
+        (None, _) => return Err(bad("missing measured time after '='".into())),
+        (Some(one), None) => one,
+        (Some(_), Some(_)) => {
             return Err(bad(format!(
                 "expected one number after '=', found {} tokens",
-                more.len()
+                2 + tokens.count()
             )))
         }
     };

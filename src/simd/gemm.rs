@@ -200,6 +200,72 @@ fn add_scalar(dst: &mut [f32], src: &[f32]) {
     }
 }
 
+/// One step of a row sum ([`apply_row_ops`]).
+#[derive(Debug, Clone, Copy)]
+pub enum RowOp<'a> {
+    /// `out[i] += row[i]`.
+    Add(&'a [f32]),
+    /// `out[i] = fma(scale, row[i], out[i])`.
+    Fma(f32, &'a [f32]),
+}
+
+impl RowOp<'_> {
+    fn row(&self) -> &[f32] {
+        match self {
+            RowOp::Add(r) | RowOp::Fma(_, r) => r,
+        }
+    }
+}
+
+/// Applies `ops` to `out` in order, elementwise: each element sees exactly the scalar
+/// sequence of adds and fused multiply-adds, so every level gives the same bits. The vector
+/// levels keep a block of `out` in registers across all the ops (one load and one store per
+/// element instead of one per op).
+///
+/// # Panics
+///
+/// If a row is shorter than `out`.
+pub fn apply_row_ops(level: SimdLevel, out: &mut [f32], ops: &[RowOp<'_>]) {
+    assert!(
+        ops.iter().all(|op| op.row().len() >= out.len()),
+        "row shorter than the output"
+    );
+    #[cfg(target_arch = "x86_64")]
+    {
+        if level >= SimdLevel::Avx512 && SimdLevel::Avx512.is_supported() {
+            // SAFETY: the CPU supports AVX-512 F and FMA (checked); lengths asserted above.
+            unsafe { x86::row_ops_avx512(out, ops) };
+            return;
+        }
+        if level >= SimdLevel::Avx2 && SimdLevel::Avx2.is_supported() {
+            // SAFETY: the CPU supports AVX2 and FMA (checked); lengths asserted above.
+            unsafe { x86::row_ops_avx2(out, ops) };
+            return;
+        }
+    }
+    let _ = level;
+    row_ops_scalar(out, ops, 0);
+}
+
+/// [`apply_row_ops`] on `out[from..]`, one element at a time.
+#[inline(always)]
+fn row_ops_scalar(out: &mut [f32], ops: &[RowOp<'_>], from: usize) {
+    for op in ops {
+        match *op {
+            RowOp::Add(row) => {
+                for (o, t) in out[from..].iter_mut().zip(&row[from..]) {
+                    *o += *t;
+                }
+            }
+            RowOp::Fma(scale, row) => {
+                for (o, t) in out[from..].iter_mut().zip(&row[from..]) {
+                    *o = scale.mul_add(*t, *o);
+                }
+            }
+        }
+    }
+}
+
 /// `dst[i] = fma(scale, col[i], dst[i])` elementwise; the same bits on every level.
 pub fn fma_in_place(level: SimdLevel, dst: &mut [f32], scale: f32, col: &[f32]) {
     #[cfg(target_arch = "x86_64")]
@@ -264,6 +330,98 @@ mod x86 {
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn fma_avx2(dst: &mut [f32], scale: f32, col: &[f32]) {
         super::fma_scalar(dst, scale, col);
+    }
+
+    /// [`super::apply_row_ops`] with blocks of 4 (then 1) registers held across the ops.
+    #[target_feature(enable = "avx512f,fma")]
+    pub(super) unsafe fn row_ops_avx512(out: &mut [f32], ops: &[super::RowOp<'_>]) {
+        let n = out.len();
+        let op = out.as_mut_ptr();
+        let mut c = 0;
+        while c + 4 * LANES <= n {
+            row_block512::<4>(op.add(c), ops, c);
+            c += 4 * LANES;
+        }
+        while c + LANES <= n {
+            row_block512::<1>(op.add(c), ops, c);
+            c += LANES;
+        }
+        super::row_ops_scalar(out, ops, c);
+    }
+
+    #[target_feature(enable = "avx512f,fma")]
+    #[inline]
+    unsafe fn row_block512<const V: usize>(out: *mut f32, ops: &[super::RowOp<'_>], c: usize) {
+        let mut acc = [_mm512_setzero_ps(); V];
+        for (v, a) in acc.iter_mut().enumerate() {
+            *a = _mm512_loadu_ps(out.add(v * LANES));
+        }
+        for op in ops {
+            match *op {
+                super::RowOp::Add(row) => {
+                    let p = row.as_ptr().add(c);
+                    for (v, a) in acc.iter_mut().enumerate() {
+                        *a = _mm512_add_ps(*a, _mm512_loadu_ps(p.add(v * LANES)));
+                    }
+                }
+                super::RowOp::Fma(scale, row) => {
+                    let p = row.as_ptr().add(c);
+                    let s = _mm512_set1_ps(scale);
+                    for (v, a) in acc.iter_mut().enumerate() {
+                        *a = _mm512_fmadd_ps(s, _mm512_loadu_ps(p.add(v * LANES)), *a);
+                    }
+                }
+            }
+        }
+        for (v, a) in acc.iter().enumerate() {
+            _mm512_storeu_ps(out.add(v * LANES), *a);
+        }
+    }
+
+    /// [`super::apply_row_ops`] with blocks of 4 (then 1) registers of 8 held across the ops.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn row_ops_avx2(out: &mut [f32], ops: &[super::RowOp<'_>]) {
+        let n = out.len();
+        let op = out.as_mut_ptr();
+        let mut c = 0;
+        while c + 32 <= n {
+            row_block256::<4>(op.add(c), ops, c);
+            c += 32;
+        }
+        while c + 8 <= n {
+            row_block256::<1>(op.add(c), ops, c);
+            c += 8;
+        }
+        super::row_ops_scalar(out, ops, c);
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn row_block256<const V: usize>(out: *mut f32, ops: &[super::RowOp<'_>], c: usize) {
+        let mut acc = [_mm256_setzero_ps(); V];
+        for (v, a) in acc.iter_mut().enumerate() {
+            *a = _mm256_loadu_ps(out.add(v * 8));
+        }
+        for op in ops {
+            match *op {
+                super::RowOp::Add(row) => {
+                    let p = row.as_ptr().add(c);
+                    for (v, a) in acc.iter_mut().enumerate() {
+                        *a = _mm256_add_ps(*a, _mm256_loadu_ps(p.add(v * 8)));
+                    }
+                }
+                super::RowOp::Fma(scale, row) => {
+                    let p = row.as_ptr().add(c);
+                    let s = _mm256_set1_ps(scale);
+                    for (v, a) in acc.iter_mut().enumerate() {
+                        *a = _mm256_fmadd_ps(s, _mm256_loadu_ps(p.add(v * 8)), *a);
+                    }
+                }
+            }
+        }
+        for (v, a) in acc.iter().enumerate() {
+            _mm256_storeu_ps(out.add(v * 8), *a);
+        }
     }
 
     #[target_feature(enable = "avx512f,fma")]
@@ -525,6 +683,43 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Row ops: every level gives the scalar bits, for widths with and without a tail.
+    #[test]
+    fn row_ops_levels_agree() {
+        let mut seed = 11;
+        for &n in &[1usize, 7, 16, 40, 64, 128, 131] {
+            let rows: Vec<Vec<f32>> = (0..5)
+                .map(|_| (0..n).map(|_| lcg(&mut seed)).collect())
+                .collect();
+            let ops = [
+                RowOp::Add(&rows[0]),
+                RowOp::Fma(0.37, &rows[1]),
+                RowOp::Add(&rows[2]),
+                RowOp::Fma(-3.0, &rows[3]),
+                RowOp::Add(&rows[4]),
+            ];
+            let init: Vec<f32> = (0..n).map(|_| lcg(&mut seed)).collect();
+            let mut expect = init.clone();
+            row_ops_scalar(&mut expect, &ops, 0);
+            for level in SimdLevel::supported() {
+                let mut out = init.clone();
+                apply_row_ops(level, &mut out, &ops);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&out), bits(&expect), "{level}, width {n}");
+            }
+            // The scalar path is the plain sequence of adds and fmas.
+            let mut by_hand = init.clone();
+            for (i, o) in by_hand.iter_mut().enumerate() {
+                *o += rows[0][i];
+                *o = 0.37f32.mul_add(rows[1][i], *o);
+                *o += rows[2][i];
+                *o = (-3.0f32).mul_add(rows[3][i], *o);
+                *o += rows[4][i];
+            }
+            assert_eq!(by_hand, expect);
         }
     }
 

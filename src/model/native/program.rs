@@ -13,9 +13,8 @@
 //! depend on the SIMD level, the batch size or the thread count; the init is elementwise. So
 //! every row's result depends only on that row.
 
-use rayon::prelude::*;
-
 use super::tables::FieldTables;
+use crate::model::tasks::{for_each_chunk_mut, with_scratch};
 use crate::simd::gemm::{self, padded, GemmShape};
 use crate::simd::SimdLevel;
 
@@ -96,7 +95,8 @@ pub(crate) struct Program {
     pub output: BufId,
 }
 
-/// Rows per work unit: a unit's buffers stay in L2, and it is the granularity of threads.
+/// Rows per work unit: a unit's buffers stay in L2, and it is the granularity of threads
+/// (see [`crate::model::tasks`]).
 const CHUNK: usize = 128;
 
 /// A read-only view of rows: `rows[r * stride + c]`, or one row repeated.
@@ -201,9 +201,10 @@ impl Program {
                     tables,
                 } => match view_of(given, own, &self.bufs, *input) {
                     Some(x) => {
+                        let mut ops = Vec::with_capacity(tables.adds());
                         for (r, row) in out.chunks_exact_mut(ob.stride).enumerate() {
                             row.copy_from_slice(bias);
-                            tables.add_row(level, &x.data[r * x.stride..], row);
+                            tables.add_row(level, &x.data[r * x.stride..], row, &mut ops);
                         }
                         false
                     }
@@ -303,7 +304,7 @@ impl Program {
         };
         let in_stride = self.bufs[ib].stride;
         let mut data = vec![0.0f32; n * stride];
-        let work = |own: &mut Vec<Vec<f32>>, (chunk, dst): (usize, &mut [f32])| {
+        let work = |own: &mut Vec<Vec<f32>>, chunk: usize, dst: &mut [f32]| {
             let start = chunk * CHUNK;
             let m = dst.len() / stride.max(1);
             let mut given: Vec<Option<View<'_>>> = vec![None; self.bufs.len()];
@@ -321,16 +322,9 @@ impl Program {
             }
         };
         if stride > 0 {
-            if n <= CHUNK || !parallel {
-                let mut own = Vec::new();
-                data.chunks_mut(CHUNK * stride)
-                    .enumerate()
-                    .for_each(|c| work(&mut own, c));
-            } else {
-                data.par_chunks_mut(CHUNK * stride)
-                    .enumerate()
-                    .for_each_init(Vec::new, work);
-            }
+            for_each_chunk_mut(&mut data, CHUNK * stride, parallel, |chunk, dst| {
+                with_scratch(|own| work(own, chunk, dst));
+            });
         }
         CandidateRows { data, stride, n }
     }
@@ -366,7 +360,7 @@ impl Program {
         let exports = self.exports();
         let n = cands.n;
         debug_assert_eq!(out.len(), n);
-        let work = |own: &mut Vec<Vec<f32>>, (chunk, dst): (usize, &mut [f32])| {
+        let work = |own: &mut Vec<Vec<f32>>, chunk: usize, dst: &mut [f32]| {
             let start = chunk * CHUNK;
             let m = dst.len();
             let mut given: Vec<Option<View<'_>>> = vec![None; self.bufs.len()];
@@ -391,15 +385,8 @@ impl Program {
                 *d = res[r * os];
             }
         };
-        if n <= CHUNK || !parallel {
-            let mut own = Vec::new();
-            out.chunks_mut(CHUNK)
-                .enumerate()
-                .for_each(|c| work(&mut own, c));
-        } else {
-            out.par_chunks_mut(CHUNK)
-                .enumerate()
-                .for_each_init(Vec::new, work);
-        }
+        for_each_chunk_mut(out, CHUNK, parallel, |chunk, dst| {
+            with_scratch(|own| work(own, chunk, dst));
+        });
     }
 }

@@ -17,7 +17,7 @@
 use super::form::{Lookup, Mat64};
 use crate::error::{Error, Result};
 use crate::schedule::{FieldKind, Schema};
-use crate::simd::gemm::{self, fma_in_place};
+use crate::simd::gemm::{apply_row_ops, RowOp};
 use crate::simd::SimdLevel;
 
 /// One field's contribution.
@@ -169,9 +169,19 @@ impl FieldTables {
             .sum()
     }
 
-    /// Adds the contributions of one encoded row `x` to `out` (`stride` values).
-    pub(crate) fn add_row(&self, level: SimdLevel, x: &[f32], out: &mut [f32]) {
+    /// Adds the contributions of one encoded row `x` to `out` (`stride` values), field by
+    /// field in schema order (one [`RowOp`] per table row; `ops` is scratch space reused from
+    /// row to row).
+    pub(crate) fn add_row<'t>(
+        &'t self,
+        level: SimdLevel,
+        x: &[f32],
+        out: &mut [f32],
+        ops: &mut Vec<RowOp<'t>>,
+    ) {
         let s = self.stride;
+        ops.clear();
+        let mut poisoned = false;
         for f in &self.fields {
             match f {
                 FieldTable::Choice { col, vocab, table } => {
@@ -179,25 +189,29 @@ impl FieldTables {
                     // The schema guarantees an index in range; anything else poisons the row.
                     if v >= 0.0 && (v as usize) < *vocab && v.fract() == 0.0 {
                         let v = v as usize;
-                        gemm::add_in_place(level, out, &table[v * s..(v + 1) * s]);
+                        ops.push(RowOp::Add(&table[v * s..(v + 1) * s]));
                     } else {
-                        out.fill(f32::NAN);
+                        poisoned = true;
                     }
                 }
                 FieldTable::Permutation { col, n, table } => {
                     for p in 0..*n {
-                        let sym = (0..*n).find(|&sym| x[col + sym * n + p] == 1.0);
-                        match sym {
+                        match (0..*n).find(|&sym| x[col + sym * n + p] == 1.0) {
                             Some(sym) => {
                                 let j = sym * n + p;
-                                gemm::add_in_place(level, out, &table[j * s..(j + 1) * s]);
+                                ops.push(RowOp::Add(&table[j * s..(j + 1) * s]));
                             }
-                            None => out.fill(f32::NAN),
+                            None => poisoned = true,
                         }
                     }
                 }
-                FieldTable::Scalar { col, coef } => fma_in_place(level, out, x[*col], coef),
+                FieldTable::Scalar { col, coef } => ops.push(RowOp::Fma(x[*col], coef)),
             }
+        }
+        if poisoned {
+            out.fill(f32::NAN);
+        } else {
+            apply_row_ops(level, out, ops);
         }
     }
 }
