@@ -159,6 +159,43 @@ pub fn sum_rows(level: SimdLevel, dst: &mut [f32], a: &[f32], b: Option<&[f32]>,
     sum_rows_scalar(dst, a, b, relu);
 }
 
+/// [`sum_rows`] over `rows` rows of `stride` values: `out[r] = a (+ b[r])`, then ReLU if
+/// asked (`b` rows `b_stride` apart). One dispatch for the whole block; the same bits as
+/// [`sum_rows`] row by row on every level.
+///
+/// # Panics
+///
+/// If a slice is shorter than the shape implies.
+pub fn sum_rows_block(
+    level: SimdLevel,
+    out: &mut [f32],
+    stride: usize,
+    a: &[f32],
+    b: Option<(&[f32], usize)>,
+    relu: bool,
+) {
+    let rows = out.len() / stride.max(1);
+    assert!(a.len() >= stride, "broadcast row too short");
+    if let Some((b, bs)) = b {
+        assert!(
+            rows == 0 || (bs >= stride && b.len() >= (rows - 1) * bs + stride),
+            "rows too short"
+        );
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        if level >= SimdLevel::Avx512 && SimdLevel::Avx512.is_supported() && stride % LANES == 0 {
+            // SAFETY: the CPU supports AVX-512 F (checked); lengths asserted above.
+            unsafe { x86::sum_rows_block_avx512(out, stride, a, b, relu) };
+            return;
+        }
+    }
+    for (r, row) in out.chunks_exact_mut(stride).enumerate() {
+        let b_row = b.map(|(b, bs)| &b[r * bs..r * bs + stride]);
+        sum_rows(level, row, &a[..stride], b_row, relu);
+    }
+}
+
 #[inline(always)]
 fn sum_rows_scalar(dst: &mut [f32], a: &[f32], b: Option<&[f32]>, relu: bool) {
     match b {
@@ -309,6 +346,39 @@ mod x86 {
         relu: bool,
     ) {
         super::sum_rows_scalar(dst, a, b, relu);
+    }
+
+    /// [`super::sum_rows_block`]: `stride` is a multiple of [`LANES`].
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn sum_rows_block_avx512(
+        out: &mut [f32],
+        stride: usize,
+        a: &[f32],
+        b: Option<(&[f32], usize)>,
+        relu: bool,
+    ) {
+        let rows = out.len() / stride;
+        let op = out.as_mut_ptr();
+        let ap = a.as_ptr();
+        let zero = _mm512_setzero_ps();
+        for r in 0..rows {
+            let o = op.add(r * stride);
+            let bp = b.map(|(b, bs)| b.as_ptr().add(r * bs));
+            let mut c = 0;
+            while c < stride {
+                let mut v = _mm512_loadu_ps(ap.add(c));
+                if let Some(bp) = bp {
+                    v = _mm512_add_ps(v, _mm512_loadu_ps(bp.add(c)));
+                }
+                if relu {
+                    // Keep lanes that are not < 0 (a NaN stays NaN), like `relu_in_place`.
+                    let neg = _mm512_cmp_ps_mask::<_CMP_LT_OQ>(v, zero);
+                    v = _mm512_mask_mov_ps(v, neg, zero);
+                }
+                _mm512_storeu_ps(o.add(c), v);
+                c += LANES;
+            }
+        }
     }
 
     #[target_feature(enable = "avx2")]
@@ -720,6 +790,33 @@ mod tests {
                 *o += rows[4][i];
             }
             assert_eq!(by_hand, expect);
+        }
+    }
+
+    /// The block sum gives the row-by-row bits on every level (NaN kept, `-0.0` kept).
+    #[test]
+    fn sum_rows_block_agrees_with_rows() {
+        let mut seed = 5;
+        let stride = 48;
+        let rows = 7;
+        let a: Vec<f32> = (0..stride).map(|_| lcg(&mut seed)).collect();
+        let mut b: Vec<f32> = (0..rows * 64).map(|_| lcg(&mut seed)).collect();
+        b[3] = f32::NAN;
+        b[70] = -0.0 - a[6];
+        for relu in [false, true] {
+            for with_b in [false, true] {
+                let bb = with_b.then_some((&b[..], 64));
+                let mut expect = vec![0.0f32; rows * stride];
+                for (r, row) in expect.chunks_exact_mut(stride).enumerate() {
+                    sum_rows_scalar(row, &a, bb.map(|(b, bs)| &b[r * bs..r * bs + stride]), relu);
+                }
+                for level in SimdLevel::supported() {
+                    let mut out = vec![1.0f32; rows * stride];
+                    sum_rows_block(level, &mut out, stride, &a, bb, relu);
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&out), bits(&expect), "{level} relu {relu} b {with_b}");
+                }
+            }
         }
     }
 

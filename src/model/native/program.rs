@@ -215,11 +215,8 @@ impl Program {
                         let vv = v.and_then(|v| view_of(given, own, &self.bufs, v));
                         let fuse_relu = ins.relu && ins.terms.is_empty();
                         let u_row = &uv.data[..ob.stride];
-                        for (r, row) in out.chunks_exact_mut(ob.stride).enumerate() {
-                            let v_row =
-                                vv.map(|vv| &vv.data[r * vv.stride..r * vv.stride + ob.stride]);
-                            gemm::sum_rows(level, row, u_row, v_row, fuse_relu);
-                        }
+                        let v_rows = vv.map(|vv| (vv.data, vv.stride));
+                        gemm::sum_rows_block(level, out, ob.stride, u_row, v_rows, fuse_relu);
                         v.is_some() && vv.is_none()
                     }
                     None => true,
