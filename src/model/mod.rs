@@ -57,7 +57,11 @@ pub struct LoadOptions {
     /// recognise (foreign exporters). `None` makes such a graph a load error.
     /// [`Backend::default_fallback`] by default (tract when compiled in).
     pub fallback: Option<Backend>,
-    /// Threads for the featurizer and the dense graphs; `None` uses all cores.
+    /// Threads for the featurizer and the dense graphs; `None` uses all cores: rayon's global
+    /// pool, and for the native heads' small calls (a few 128-candidate tasks) a process-wide
+    /// helper team of `cores - 1` threads that spin 100 µs after a call and then park (see
+    /// `src/model/tasks.rs`). `Some(1)` runs everything on the calling thread; `Some(n)` a
+    /// dedicated rayon pool of `n` threads.
     pub threads: Option<usize>,
     /// How many matrix embeddings to keep (keyed by pattern hash); 0 disables the cache.
     pub matrix_cache_capacity: usize,

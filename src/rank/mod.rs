@@ -164,7 +164,7 @@ pub trait CostModel: Send + Sync {
     fn embed_matrix(&self, pattern: &CsrPattern) -> Result<MatrixEmbedding>;
 
     /// Parses, validates, encodes and embeds schedule lines for `head`. Invalid lines get a
-    /// per-candidate [`CandidateStatus::Invalid`]; the call fails only on misuse (unknown head)
+    /// per-candidate [`CandidateStatus::InvalidSchedule`]; the call fails only on misuse (unknown head)
     /// or an executor failure.
     fn prepare_candidates<S: AsRef<str>>(&self, head: &str, lines: &[S]) -> Result<CandidateSet>
     where

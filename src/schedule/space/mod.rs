@@ -281,7 +281,7 @@ pub trait ScheduleSpace {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::Schedule`](crate::ErrorKind::Schedule) naming the field and value.
+    /// [`crate::ErrorKind::Schedule`] naming the field and value.
     fn validate(&self, config: &Self::Config, shape: &MatrixShape) -> Result<()>;
 
     /// The text line a model's schema parses (whitespace-separated tokens).
