@@ -220,9 +220,7 @@ impl Team {
         }
         let close = Close { team: self };
         claim_tasks(s, job);
-        while s.done.load(SeqCst) < tasks {
-            std::hint::spin_loop();
-        }
+        wait_until(|| s.done.load(SeqCst) >= tasks);
         drop(close);
         let panic = s.panicked.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(p) = panic {
@@ -243,12 +241,24 @@ impl Drop for Close<'_> {
         let s = &*self.team.shared;
         s.next.store(usize::MAX / 2, SeqCst); // no more claims
         s.epoch.fetch_add(1, SeqCst); // closed
-        while s.active.load(SeqCst) > 0 {
-            std::hint::spin_loop();
-        }
+        wait_until(|| s.active.load(SeqCst) == 0);
         // SAFETY: closed and no helper active: nobody reads `job`.
         unsafe { *s.job.get() = None };
         self.team.busy.store(false, SeqCst);
+    }
+}
+
+/// Spins until `done()`, yielding the core after a short spin (a helper descheduled on a
+/// busy host then gets it back instead of waiting behind a spinning caller).
+fn wait_until(done: impl Fn() -> bool) {
+    let mut spins = 0u32;
+    while !done() {
+        if spins < 2048 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 

@@ -184,7 +184,10 @@ pub fn sum_rows_block(
     }
     #[cfg(target_arch = "x86_64")]
     {
-        if level >= SimdLevel::Avx512 && SimdLevel::Avx512.is_supported() && stride % LANES == 0 {
+        if level >= SimdLevel::Avx512
+            && SimdLevel::Avx512.is_supported()
+            && stride.is_multiple_of(LANES)
+        {
             // SAFETY: the CPU supports AVX-512 F (checked); lengths asserted above.
             unsafe { x86::sum_rows_block_avx512(out, stride, a, b, relu) };
             return;
