@@ -43,10 +43,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// A fresh scratch directory for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    cli_support::scratch("cli", name)
 }
 
 fn s(p: &Path) -> &str {

@@ -47,10 +47,7 @@ fn fails(out: &Output, needle: &str) {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-space-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    cli_support::scratch("cli-space", name)
 }
 
 fn s(p: &Path) -> &str {

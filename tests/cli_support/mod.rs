@@ -1,5 +1,6 @@
 //! The CLI as the tests run it: from the repository root, on the backend under test.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs the CLI from the repository root, with the backend flags of `DASHRANK_TEST_BACKEND`
@@ -32,4 +33,14 @@ pub fn backend_args() -> Vec<String> {
         }
         _ => Vec::new(),
     }
+}
+
+/// A fresh scratch directory `PREFIX-NAME-PID` under Cargo's per-target tmp dir: the process
+/// id keeps two test runs of one checkout (say, two CI jobs) from sharing files.
+pub fn scratch(prefix: &str, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{prefix}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
 }
