@@ -19,7 +19,8 @@
 //! dense-counted multiply-adds and the featurizer's peak charged memory, and checks that all
 //! thread counts give bit-identical features. Running time only depends on the sparsity
 //! structure and the graph shape, not on the weight values. With `DASHRANK_TRACE=1` it also
-//! prints the time of every featurizer step (the library's `log::trace!` records) to stderr.
+//! prints the time of every featurizer step (the library's `log::trace!` records) to stderr;
+//! `DASHRANK_BAND_ENTRIES=N` sets `FeaturizeOptions::band_entries`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -194,6 +195,9 @@ fn time_runs(
 ) -> Result<Timed, Box<dyn std::error::Error>> {
     let opts = FeaturizeOptions {
         threads: Some(threads),
+        band_entries: std::env::var("DASHRANK_BAND_ENTRIES")
+            .ok()
+            .and_then(|v| v.parse().ok()),
         ..Default::default()
     };
     let (mut times, mut cpu) = (Vec::new(), f64::INFINITY);

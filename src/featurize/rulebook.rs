@@ -7,12 +7,18 @@
 //! output row `R` it locates each input row `R + a_r` by binary search once, then walks the
 //! output row's columns left to right with one monotone cursor per kernel row, so each
 //! output point costs `O(k²)` comparisons. Work is split into [`tasks`] of whole output rows
-//! that depend only on the output coordinates (never on the thread count).
+//! that depend only on the output coordinates and the layer (never on the thread count).
 
 use super::coords::Coords;
 
-/// Target number of output points per parallel task.
-const TASK_POINTS: usize = 8192;
+/// Most output points per parallel task (and the points of every task of the shared
+/// path's key search, whose sharing within a task does not depend on the layer's width).
+pub(crate) const TASK_POINTS: usize = 8192;
+/// Fewest output points per parallel task.
+const MIN_TASK_POINTS: usize = 128;
+/// Multiply-adds per neighbour pair at which tasks reach [`TASK_POINTS`] (WACO's 32→32):
+/// wider layers get proportionally fewer points per task.
+const TASK_PAIR_MACS: u64 = 1024;
 
 /// Kernel geometry of one layer: per-axis offsets at the input tensor stride.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,13 +59,23 @@ impl Geometry {
     }
 }
 
-/// Contiguous ranges of output rows (indices into `out.rows`) with about
-/// [`TASK_POINTS`] points each.
-pub(crate) fn tasks(out: &Coords) -> Vec<std::ops::Range<usize>> {
+/// Output points per parallel task for a layer with `macs_per_pair` multiply-adds per
+/// neighbour pair: [`TASK_POINTS`] for narrow layers, fewer for wide ones (down to
+/// [`MIN_TASK_POINTS`]), so a band step of a 256-channel conv still has tens of tasks to
+/// balance over the threads instead of a handful of long ones. Tasks only split the work:
+/// results do not depend on them.
+pub(crate) fn task_points(macs_per_pair: u64) -> usize {
+    let scale = (macs_per_pair / TASK_PAIR_MACS).max(1);
+    (TASK_POINTS / scale.min(TASK_POINTS as u64) as usize).max(MIN_TASK_POINTS)
+}
+
+/// Contiguous ranges of output rows (indices into `out.rows`) with about `points` points
+/// each (see [`task_points`]).
+pub(crate) fn tasks(out: &Coords, points: usize) -> Vec<std::ops::Range<usize>> {
     let mut tasks = Vec::new();
     let mut first = 0;
     for i in 0..out.rows.len() {
-        if out.row_start[i + 1] - out.row_start[first] >= TASK_POINTS {
+        if out.row_start[i + 1] - out.row_start[first] >= points {
             tasks.push(first..i + 1);
             first = i + 1;
         }
@@ -151,37 +167,35 @@ impl<'a> Neighbours<'a> {
     #[inline]
     pub fn point(&mut self, col: u32) -> &[(u32, u32)] {
         let k = self.geom.k as u32;
-        let offs = &self.geom.offsets;
         let step = self.geom.step;
-        let cols = &self.input.cols;
-        let c = i64::from(col);
-        let lo = c + offs[0];
-        let hi = c + offs[offs.len() - 1];
+        let span = step * u64::from(k - 1);
+        let cols: &[u32] = &self.input.cols;
+        let lo = i64::from(col) + self.geom.offsets[0];
         self.list.clear();
-        for (ir, pos, end) in self.cursors.iter_mut() {
-            while *pos < *end && i64::from(cols[*pos]) < lo {
-                *pos += 1;
-            }
-            let mut j = *pos;
-            while j < *end {
-                let v = i64::from(cols[j]);
-                if v > hi {
+        for cursor in self.cursors.iter_mut() {
+            let (ir, pos, end) = *cursor;
+            let row = &cols[pos..end];
+            let skip = row.iter().take_while(|&&v| i64::from(v) < lo).count();
+            cursor.1 = pos + skip;
+            for (j, &v) in (pos + skip..).zip(&row[skip..]) {
+                // `v >= lo`, so the difference is the distance into the window.
+                let diff = (i64::from(v) - lo) as u64;
+                if diff > span {
                     break;
                 }
-                let diff = (v - lo) as u64;
                 // Columns are multiples of the tensor stride, not of the dilation: check both.
                 let ic = if step.is_power_of_two() {
-                    (diff & (step - 1) == 0).then_some(diff >> step.trailing_zeros())
+                    if diff & (step - 1) != 0 {
+                        continue;
+                    }
+                    diff >> step.trailing_zeros()
                 } else if diff.is_multiple_of(step) {
-                    Some(diff / step)
+                    diff / step
                 } else {
-                    None
+                    continue;
                 };
-                if let Some(ic) = ic {
-                    // ic < k because v <= hi.
-                    self.list.push((*ir + k * ic as u32, j as u32));
-                }
-                j += 1;
+                // ic < k because diff <= span.
+                self.list.push((ir + k * ic as u32, j as u32));
             }
         }
         &self.list
@@ -224,7 +238,7 @@ mod tests {
         let ci = vec![0u32; nnz_rows];
         let p = CsrPattern::new(nnz_rows, 1, rp, ci).expect("valid");
         let c = Coords::from_pattern(&p);
-        let t = tasks(&c);
+        let t = tasks(&c, TASK_POINTS);
         assert_eq!(t.first().map(|r| r.start), Some(0));
         assert_eq!(t.last().map(|r| r.end), Some(nnz_rows));
         assert!(t.windows(2).all(|w| w[0].end == w[1].start));

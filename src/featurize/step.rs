@@ -20,8 +20,8 @@ use super::exec::{Run, ALL};
 use super::jobs::{task_jobs, Phase};
 use super::masks::MaskGeometry;
 use super::memory::Charge;
-use super::ops::{RowProducts, Stencil};
-use super::rulebook::tasks;
+use super::ops::{Part, RowProducts, Stencil};
+use super::rulebook::{task_points, tasks, TASK_POINTS};
 use super::tree_sum::TreeSum;
 use super::window::Window;
 use crate::error::Result;
@@ -207,7 +207,7 @@ impl<'m> Run<'_, 'm> {
         let started = Instant::now();
         let (mut table, charge) = self.new_table(node, &halo, out, out.len())?;
         let halo_rows = halo.table_rows();
-        let tasks = tasks(out);
+        let tasks = tasks(out, task_points(op.macs_per_pair()));
         let mut slices: Vec<&mut [f32]> = Vec::with_capacity(tasks.len());
         let mut rest = &mut table[halo_rows * c..];
         for rows in &tasks {
@@ -270,7 +270,7 @@ impl<'m> Run<'_, 'm> {
             phases[si][i] += (now - clock).as_secs_f64();
             clock = now;
         };
-        let tasks = tasks(out);
+        let tasks = tasks(out, TASK_POINTS);
         // Bitmaps pay for a constant input unless its rows are very short.
         let masks = (x.is_constant() && x.len() >= 4 * x.coords.rows.len().max(1))
             .then(|| MaskGeometry::new(&reach.geom, reach.t_in, self.pattern.ncols() as u64))
@@ -361,10 +361,36 @@ impl<'m> Run<'_, 'm> {
             slices.push(head);
             rest = tail;
         }
-        band.lists
+        // Lists of heavy jobs (wide layers) are split into parts of `task_points` jobs so
+        // the threads stay balanced; each list's repeated products are computed once first.
+        let hot_bytes = band.lists.iter().map(|l| l.hot.len() * c * 4).sum();
+        let _hot_charge = self
+            .mem
+            .charge(hot_bytes, node, "the products of repeated pairs")?;
+        let hot: Vec<Vec<f32>> = band
+            .lists
             .par_iter()
-            .zip(slices)
-            .for_each(|(l, dst)| op.compute(l, x, products, dst, k));
+            .map(|l| op.hot_products(l, x, k))
+            .collect();
+        let part_jobs = task_points(op.macs_per_pair());
+        let mut parts = Vec::new();
+        for ((l, dst), hot) in band.lists.iter().zip(slices).zip(&hot) {
+            let mut dst = dst;
+            for start in (0..l.len()).step_by(part_jobs) {
+                let range = start..(start + part_jobs).min(l.len());
+                let (head, tail) = dst.split_at_mut(range.len() * c);
+                dst = tail;
+                let part = Part {
+                    jobs: l,
+                    range,
+                    hot,
+                };
+                parts.push((part, head));
+            }
+        }
+        parts
+            .into_par_iter()
+            .for_each(|(part, dst)| op.compute(&part, x, products, dst, k));
         let t_y = plan.stride(step.output);
         let sums: Vec<TreeSum> = if plan.pooled[step.output] {
             let rows_table = &table[halo_rows * c..];

@@ -7,10 +7,9 @@
 //! shared (memoized) rows produces shared rows without expanding them.
 
 use super::{
-    out_stride, window_attrs, BuildCtx, Built, Op, Reach, RowProducts, Stencil, ValueType,
+    out_stride, window_attrs, BuildCtx, Built, Op, Part, Reach, RowProducts, Stencil, ValueType,
 };
 use crate::error::Result;
-use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
 use crate::featurize::window::Window;
 use crate::simd::kernels::Kernels;
@@ -87,7 +86,7 @@ impl Stencil for MaxPool {
     /// rejected at build); a row without one would be 0.
     fn compute(
         &self,
-        jobs: &TaskJobs,
+        part: &Part<'_>,
         input: &Window<'_>,
         _products: Option<&RowProducts>,
         out: &mut [f32],
@@ -95,7 +94,7 @@ impl Stencil for MaxPool {
     ) {
         let c = self.channels;
         for (j, row) in out.chunks_exact_mut(c).enumerate() {
-            let Some((&(_, first), rest)) = jobs.pairs(j).split_first() else {
+            let Some((&(_, first), rest)) = part.pairs(j).split_first() else {
                 row.fill(0.0);
                 continue;
             };

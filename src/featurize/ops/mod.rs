@@ -163,13 +163,19 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
     fn row_products(&self, _input: &Window<'_>, _rows: &[u32], _k: &Kernels) -> Option<Vec<f32>> {
         None
     }
-    /// Computes output row `j` of `out` (`[jobs.len(), cout]`) from job `j`'s neighbour
-    /// pairs `(κ, input row id)` (in visiting order) over the rows of `input`'s table, reading
-    /// precomputed products from `products` where it has them. Every element of `out` is
-    /// written; its prior contents are unspecified.
+    /// The products of a job list's repeated pairs (`TaskJobs::hot`, in slot order), for
+    /// [`Part::hot`]; empty for stencils without products.
+    fn hot_products(&self, _jobs: &TaskJobs, _input: &Window<'_>, _k: &Kernels) -> Vec<f32> {
+        Vec::new()
+    }
+    /// Computes output row `i` of `out` (`[part.range.len(), cout]`) from the neighbour
+    /// pairs `(κ, input row id)` (in visiting order) of job `part.range.start + i` over the
+    /// rows of `input`'s table, reading precomputed products from `products` and
+    /// `part.hot` where it has them. Every element of `out` is written; its prior contents
+    /// are unspecified.
     fn compute(
         &self,
-        jobs: &TaskJobs,
+        part: &Part<'_>,
         input: &Window<'_>,
         products: Option<&RowProducts>,
         out: &mut [f32],
@@ -188,6 +194,34 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
         k: &Kernels,
     ) -> u64 {
         direct_by_jobs(self, input, out, rows, dst, k)
+    }
+}
+
+/// A range of jobs of one list, computed as one unit of parallel work (a list is split into
+/// several when its jobs are heavy, so that the threads stay balanced).
+pub(crate) struct Part<'a> {
+    /// The list.
+    pub jobs: &'a TaskJobs,
+    /// The jobs to compute.
+    pub range: Range<usize>,
+    /// The list's [`Stencil::hot_products`].
+    pub hot: &'a [f32],
+}
+
+impl<'a> Part<'a> {
+    /// All of `jobs`, without hot products.
+    pub fn whole(jobs: &'a TaskJobs) -> Self {
+        Self {
+            jobs,
+            range: 0..jobs.len(),
+            hot: &[],
+        }
+    }
+
+    /// The pairs of the part's `i`-th job.
+    #[inline]
+    pub fn pairs(&self, i: usize) -> &'a [(u32, u32)] {
+        self.jobs.pairs(self.range.start + i)
     }
 }
 
@@ -223,7 +257,7 @@ fn direct_by_jobs<S: Stencil + ?Sized>(
     k: &Kernels,
 ) -> u64 {
     let ph = task_jobs(input, out, rows, &s.reach().geom, None, false);
-    s.compute(&ph.unique, input, None, dst, k);
+    s.compute(&Part::whole(&ph.unique), input, None, dst, k);
     ph.unique.point_pairs()
 }
 

@@ -1,9 +1,8 @@
 //! `SparseReLU`: `x = if 0 > x { 0 } else { x }` per feature (NaN and −0 kept), coordinates
 //! unchanged. Usually fused into the conv before it by the `passes` module.
 
-use super::{BuildCtx, Built, Op, Reach, RowProducts, Stencil, ValueType};
+use super::{BuildCtx, Built, Op, Part, Reach, RowProducts, Stencil, ValueType};
 use crate::error::Result;
-use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
 use crate::featurize::window::Window;
 use crate::simd::kernels::Kernels;
@@ -59,7 +58,7 @@ impl Stencil for Relu {
 
     fn compute(
         &self,
-        jobs: &TaskJobs,
+        part: &Part<'_>,
         input: &Window<'_>,
         _products: Option<&RowProducts>,
         out: &mut [f32],
@@ -67,7 +66,7 @@ impl Stencil for Relu {
     ) {
         let c = self.channels;
         for (j, row) in out.chunks_exact_mut(c).enumerate() {
-            match jobs.pairs(j) {
+            match part.pairs(j) {
                 [(_, id)] => row.copy_from_slice(input.row(*id)),
                 _ => row.fill(0.0), // unreachable: every point is its own neighbour
             }

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::featurize::coords::Coords;
 use crate::featurize::jobs::{task_jobs, KEYED};
-use crate::featurize::ops::{registry, BuildCtx, Op, Stencil, ValueType};
-use crate::featurize::rulebook::tasks;
+use crate::featurize::ops::{registry, BuildCtx, Op, Part, Stencil, ValueType};
+use crate::featurize::rulebook::{tasks, TASK_POINTS};
 use crate::featurize::window::Window;
 use crate::simd::kernels::Kernels;
 
@@ -90,7 +90,7 @@ pub(super) fn apply(
     let k = Kernels::for_level(level);
     let cout = op.cout();
     let mut feats = Vec::new();
-    for rows in tasks(&out) {
+    for rows in tasks(&out, TASK_POINTS) {
         let mut ph = task_jobs(&x, &out, rows, &reach.geom, None, true);
         let mut lists = [ph.keyed, ph.unique];
         let mut rows_out = Vec::new();
@@ -98,8 +98,17 @@ pub(super) fn apply(
             if op.wants_products() {
                 l.assign_slots(&x);
             }
+            // In parts of a few jobs, as the executor splits the lists of wide layers.
+            let hot = op.hot_products(l, &x, k);
             let mut r = vec![f32::NAN; l.len() * cout];
-            op.compute(l, &x, None, &mut r, k);
+            for (i, dst) in r.chunks_mut(5 * cout).enumerate() {
+                let part = Part {
+                    jobs: l,
+                    range: 5 * i..(5 * i + 5).min(l.len()),
+                    hot: &hot,
+                };
+                op.compute(&part, &x, None, dst, k);
+            }
             rows_out.push(r);
         }
         for &j in &ph.point_job {
