@@ -39,6 +39,9 @@ use dashrank::CsrPattern;
 
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// Wait before timing Rust after the numpy child worked (see its use).
+const OPENBLAS_SPIN: Duration = Duration::from_millis(500);
+
 /// Runs per Rust measurement (best kept), and the time after which no new run starts.
 const RUST_RUNS: usize = 5;
 const RUST_BUDGET: Duration = Duration::from_secs(20);
@@ -352,6 +355,10 @@ impl Bench {
                 continue;
             }
             let p = CsrPattern::read_waco_csr(path)?;
+            // OpenBLAS's worker threads in the numpy child spin for about 0.1 s after its
+            // last call (`THREAD_TIMEOUT`, 2^28 cycles) and would take a core from the Rust
+            // runs of a small matrix: let them go to sleep first.
+            std::thread::sleep(OPENBLAS_SPIN);
             let (t2, out, stats) = time_rust(&g, &p, 2)?;
             let t1 = if one_thread {
                 Some(time_rust(&g, &p, 1)?.0)
