@@ -178,7 +178,12 @@ pub(crate) fn task_jobs(
             let j = match last {
                 Some((m, j)) if m == mask => j,
                 _ => {
-                    let h = mask.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (mask >> 29);
+                    // The index takes the hash's low bits: fold the product's high half
+                    // into them (the low bits of a product depend only on the mask's low
+                    // bits, and masks that differ only in their upper kernel columns would
+                    // all probe from one slot).
+                    let x = mask.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    let h = x ^ (x >> 32);
                     let (j, new) = index.find(h, &mask_hash, |j| masks_of[j] == mask);
                     if new {
                         let pairs = || mask_kappas(mask, k).map(|kappa| (kappa, 0));
