@@ -12,6 +12,11 @@
 # by scripts/fuzz-seeds.py, grown by every run); a crash leaves its input in
 # fuzz/artifacts/<target>/ and makes the script fail after all targets ran. Minimize a crash
 # with `cargo fuzz tmin TARGET ARTIFACT` (as above) and keep it under fuzz/regressions/TARGET/.
+# Long campaigns on a shared machine: stop a run with SIGINT (libFuzzer prints its executions
+# and exits; reported as "interrupted"), and lower its priority with
+# `echo 19 > /proc/PID/autogroup` (plain `nice` does not reach below a desktop's or a
+# `setsid` job's autogroup). Do not pause it with SIGSTOP for longer than the 30 s `-timeout`:
+# libFuzzer then reports the current input as a timeout, and its handler can hang.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +29,7 @@ while [ $# -gt 0 ]; do
     --time) time_limit="$2"; shift 2 ;;
     --runs) runs=(-runs="$2"); [ "$time_limit" = 20 ] && time_limit=0; shift 2 ;;
     --sanitizer) sanitizer="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -73,11 +78,17 @@ for t in "${targets[@]}"; do
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
   ft=$( (grep -o 'ft: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
-  if [ $rc -eq 0 ]; then result=ok; else result="CRASH (see $log, fuzz/artifacts/$t/)"; failed+=("$t"); fi
+  if [ $rc -eq 0 ]; then
+    result=ok
+  elif grep -q 'libFuzzer: run interrupted' "$log" && ! grep -qE '^==[0-9]+== *ERROR|^SUMMARY|panicked at' "$log"; then
+    result="interrupted (SIGINT; executions so far above)"; failed+=("$t")
+  else
+    result="CRASH (see $log, fuzz/artifacts/$t/)"; failed+=("$t")
+  fi
   printf '%-16s %12s %8s %8s %8s  %s\n' "$t" "${execs:-?}" "${speed:-?}" "${cov:-?}" "${ft:-?}" "$result"
 done
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "error: fuzz targets crashed: ${failed[*]}" >&2
+  echo "error: fuzz targets crashed or were interrupted: ${failed[*]}" >&2
   exit 1
 fi
 echo "== fuzz: ok"
