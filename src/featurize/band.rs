@@ -55,12 +55,14 @@ type Shard = (Vec<(u32, u32, u32)>, Vec<u32>);
 /// A task's owner of each keyed job, the row of each job it owns, and the owned jobs.
 type Owned = (Vec<(u32, u32)>, Vec<u32>, TaskJobs);
 
-/// Merges the tasks' jobs band-wide (see the module docs).
-pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
+/// Merges the tasks' jobs band-wide (see the module docs); `grain` is the parallel loops'
+/// `with_min_len` (see `rulebook::grain`).
+pub(crate) fn share(tasks: Vec<Phase>, grain: usize) -> BandJobs {
     let n_tasks = tasks.len();
     // Per task: its keyed jobs grouped by shard, and the group starts.
     let grouped: Vec<(Vec<u32>, Vec<u32>)> = tasks
         .par_iter()
+        .with_min_len(grain)
         .map(|t| {
             let mut counts = vec![0u32; SHARDS + 1];
             for &h in &t.keyed.hash {
@@ -83,6 +85,7 @@ pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
     // (tasks in order, each task's jobs of the shard in order) the visited job's key.
     let shards: Vec<Shard> = (0..SHARDS)
         .into_par_iter()
+        .with_min_len(grain)
         .map(|s| {
             let visits: usize = grouped
                 .iter()
@@ -124,6 +127,7 @@ pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
     let owned: Vec<Owned> = tasks
         .par_iter()
         .enumerate()
+        .with_min_len(grain)
         .map(|(t, task)| {
             let (order, counts) = &grouped[t];
             let mut owner = vec![(0u32, 0u32); task.keyed.len()];
@@ -156,6 +160,7 @@ pub(crate) fn share(tasks: Vec<Phase>) -> BandJobs {
         .par_iter()
         .zip(&owned)
         .zip(&bases)
+        .with_min_len(grain)
         .map(|((task, (owner, _, list)), &base)| {
             let unique_base = base + list.len();
             task.point_job

@@ -69,13 +69,18 @@ pub(crate) fn task_points(macs_per_pair: u64) -> usize {
     (TASK_POINTS / scale.min(TASK_POINTS as u64) as usize).max(MIN_TASK_POINTS)
 }
 
-/// Contiguous ranges of output rows (indices into `out.rows`) with about `points` points
-/// each (see [`task_points`]).
+/// Contiguous ranges of output rows (indices into `out.rows`) of balanced sizes, at most
+/// about `points` points each (see [`task_points`]), and at least two from
+/// [`SERIAL_POINTS`] points on. The split depends only on the coordinates and `points`,
+/// never on the thread count.
 pub(crate) fn tasks(out: &Coords, points: usize) -> Vec<std::ops::Range<usize>> {
+    let n = out.len();
+    let least = if n >= SERIAL_POINTS { 2 } else { 1 };
+    let per = n.div_ceil(n.div_ceil(points.max(1)).max(least)).max(1);
     let mut tasks = Vec::new();
     let mut first = 0;
     for i in 0..out.rows.len() {
-        if out.row_start[i + 1] - out.row_start[first] >= points {
+        if out.row_start[i + 1] - out.row_start[first] >= per {
             tasks.push(first..i + 1);
             first = i + 1;
         }
@@ -84,6 +89,21 @@ pub(crate) fn tasks(out: &Coords, points: usize) -> Vec<std::ops::Range<usize>> 
         tasks.push(first..out.rows.len());
     }
     tasks
+}
+
+/// Output points below which a band step runs on the calling thread alone: waking the
+/// other threads for each of a step's parallel loops costs more than they would save.
+pub(crate) const SERIAL_POINTS: usize = 4096;
+
+/// The `with_min_len` of a band step's parallel loops over `points` output points:
+/// everything in one piece (run on the calling thread) below [`SERIAL_POINTS`], else 1.
+/// Like [`tasks`], it only decides who runs what, never a value.
+pub(crate) fn grain(points: usize) -> usize {
+    if points < SERIAL_POINTS {
+        usize::MAX
+    } else {
+        1
+    }
 }
 
 /// Per-task scratch for neighbour search.
@@ -242,5 +262,17 @@ mod tests {
         assert_eq!(t.first().map(|r| r.start), Some(0));
         assert_eq!(t.last().map(|r| r.end), Some(nnz_rows));
         assert!(t.windows(2).all(|w| w[0].end == w[1].start));
+        // 5000 points, one per row: at least two tasks from `SERIAL_POINTS` on, balanced.
+        assert_eq!(t, vec![0..2500, 2500..5000]);
+        let many = tasks(&c, 1000);
+        assert_eq!(many.len(), 5);
+        assert!(many.iter().all(|r| r.len() == 1000));
+        // Below `SERIAL_POINTS`, one task; and `grain` keeps it on the calling thread.
+        let small = Coords::from_pattern(
+            &CsrPattern::new(100, 1, (0..=100).collect(), vec![0; 100]).expect("valid"),
+        );
+        assert_eq!(tasks(&small, TASK_POINTS), vec![0..100]);
+        assert_eq!(grain(100), usize::MAX);
+        assert_eq!(grain(SERIAL_POINTS), 1);
     }
 }

@@ -21,7 +21,7 @@ use super::jobs::{task_jobs, Phase};
 use super::masks::MaskGeometry;
 use super::memory::Charge;
 use super::ops::{Part, RowProducts, Stencil};
-use super::rulebook::{task_points, tasks, TASK_POINTS};
+use super::rulebook::{grain, task_points, tasks, TASK_POINTS};
 use super::tree_sum::TreeSum;
 use super::window::Window;
 use crate::error::Result;
@@ -216,9 +216,11 @@ impl<'m> Run<'_, 'm> {
             rest = tail;
         }
         let (k, t_y, pooled) = (self.k, plan.stride(step.output), plan.pooled[step.output]);
+        let g = grain(out.len());
         let parts: Vec<(u64, Option<TreeSum>)> = tasks
             .par_iter()
             .zip(slices)
+            .with_min_len(g)
             .map(|(rows, dst)| {
                 let pairs = op.compute_direct(x, out, rows.clone(), dst, k);
                 let sums = pooled.then(|| {
@@ -276,8 +278,10 @@ impl<'m> Run<'_, 'm> {
             .then(|| MaskGeometry::new(&reach.geom, reach.t_in, self.pattern.ncols() as u64))
             .flatten();
         // Phase A: every task's jobs, then merged band-wide.
+        let g = grain(out.len());
         let jobs: Vec<Phase> = tasks
             .par_iter()
+            .with_min_len(g)
             .map(|rows| task_jobs(x, out, rows.clone(), &reach.geom, masks.as_ref(), true))
             .collect();
         let pairs: u64 = jobs.iter().map(Phase::point_pairs).sum();
@@ -291,7 +295,7 @@ impl<'m> Run<'_, 'm> {
             node,
             "the neighbour pairs of a band",
         )?;
-        let mut band = share(jobs);
+        let mut band = share(jobs, g);
         drop(a_charge);
         let _band_charge = self
             .mem
@@ -317,6 +321,7 @@ impl<'m> Run<'_, 'm> {
             let refs: u64 = band
                 .lists
                 .par_iter()
+                .with_min_len(g)
                 .map(|l| l.pairs.iter().filter(|p| x.shared[p.1 as usize]).count() as u64)
                 .sum();
             let rows: Vec<u32> = (0..x.table_rows() as u32)
@@ -332,7 +337,7 @@ impl<'m> Run<'_, 'm> {
                 for (i, &r) in rows.iter().enumerate() {
                     index[r as usize] = i as u32;
                 }
-                products = op.row_products(x, &rows, k).map(|table| {
+                products = op.row_products(x, &rows, g, k).map(|table| {
                     let rp = RowProducts {
                         index,
                         rows: rows.len(),
@@ -345,6 +350,7 @@ impl<'m> Run<'_, 'm> {
                 band.lists
                     .par_iter_mut()
                     .step_by(2)
+                    .with_min_len(g)
                     .for_each(|l| l.assign_slots(x));
             }
         }
@@ -370,6 +376,7 @@ impl<'m> Run<'_, 'm> {
         let hot: Vec<Vec<f32>> = band
             .lists
             .par_iter()
+            .with_min_len(g)
             .map(|l| op.hot_products(l, x, k))
             .collect();
         let part_jobs = task_points(op.macs_per_pair());
@@ -390,6 +397,7 @@ impl<'m> Run<'_, 'm> {
         }
         parts
             .into_par_iter()
+            .with_min_len(g)
             .for_each(|(part, dst)| op.compute(&part, x, products, dst, k));
         let t_y = plan.stride(step.output);
         let sums: Vec<TreeSum> = if plan.pooled[step.output] {
@@ -397,6 +405,7 @@ impl<'m> Run<'_, 'm> {
             band.point_rows
                 .par_iter()
                 .zip(&tasks)
+                .with_min_len(g)
                 .map(|(ids, rows)| task_sums(out, rows.clone(), rows_table, ids, c, t_y, k))
                 .collect()
         } else {

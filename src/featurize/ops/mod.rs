@@ -159,8 +159,15 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
     }
     /// The products `input.row(r) · W[κ]` of the given input rows for every κ, as
     /// `[K, rows.len(), cout]`, each exactly as [`compute`](Self::compute) would compute it;
-    /// `None` for stencils without products.
-    fn row_products(&self, _input: &Window<'_>, _rows: &[u32], _k: &Kernels) -> Option<Vec<f32>> {
+    /// `None` for stencils without products. `grain` is the `with_min_len` of its parallel
+    /// loops (see `rulebook::grain`).
+    fn row_products(
+        &self,
+        _input: &Window<'_>,
+        _rows: &[u32],
+        _grain: usize,
+        _k: &Kernels,
+    ) -> Option<Vec<f32>> {
         None
     }
     /// The products of a job list's repeated pairs (`TaskJobs::hot`, in slot order), for

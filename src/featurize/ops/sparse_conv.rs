@@ -143,7 +143,13 @@ impl Stencil for SparseConv {
         true
     }
 
-    fn row_products(&self, input: &Window<'_>, rows: &[u32], k: &Kernels) -> Option<Vec<f32>> {
+    fn row_products(
+        &self,
+        input: &Window<'_>,
+        rows: &[u32],
+        grain: usize,
+        k: &Kernels,
+    ) -> Option<Vec<f32>> {
         let (cin, cout) = (self.cin, self.cout);
         let volume = self.reach.geom.volume();
         let mut table = vec![0.0f32; volume * rows.len() * cout];
@@ -154,11 +160,13 @@ impl Stencil for SparseConv {
         table
             .par_chunks_mut(rows.len() * cout)
             .enumerate()
+            .with_min_len(grain)
             .for_each(|(kappa, block)| {
                 let w = &self.weights[kappa * cin * cout..][..cin * cout];
                 block
                     .par_chunks_mut(CHUNK * cout)
                     .zip(rows.par_chunks(CHUNK))
+                    .with_min_len(grain)
                     .for_each(|(dst, ids)| {
                         let xs: Vec<&[f32]> = ids.iter().map(|&id| input.row(id)).collect();
                         let offs: Vec<usize> = (0..ids.len()).map(|r| (r * cout) | FRESH).collect();
