@@ -68,6 +68,14 @@ failed=()
 printf '%-16s %12s %8s %8s %8s  %s\n' target executions exec/s cov ft result
 for t in "${targets[@]}"; do
   log=fuzz/logs/$t.log
+  # One run per target at a time: a second run would write into the first one's log.
+  if command -v flock >/dev/null; then
+    exec {lock}>"fuzz/logs/$t.lock"
+    if ! flock -n "$lock"; then
+      echo "error: another scripts/fuzz.sh run of $t is still running (it holds fuzz/logs/$t.lock); wait for it to exit" >&2
+      failed+=("$t"); exec {lock}>&-; continue
+    fi
+  fi
   set +e
   (cd fuzz && cargo "${toolchain[@]}" fuzz run -O --sanitizer "$sanitizer" "$t" "corpus/$t" -- \
       -max_total_time="$time_limit" "${runs[@]}" -rss_limit_mb=3072 -timeout=30 -max_len=65536 -print_final_stats=1) \
@@ -86,6 +94,7 @@ for t in "${targets[@]}"; do
     result="CRASH (see $log, fuzz/artifacts/$t/)"; failed+=("$t")
   fi
   printf '%-16s %12s %8s %8s %8s  %s\n' "$t" "${execs:-?}" "${speed:-?}" "${cov:-?}" "${ft:-?}" "$result"
+  [ -n "${lock:-}" ] && exec {lock}>&-
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "error: fuzz targets crashed or were interrupted: ${failed[*]}" >&2
