@@ -206,7 +206,6 @@ pub(crate) fn task_jobs(
                 for p in out.row_range(ri) {
                     once(scan.mask(out.cols[p]), &mut ph);
                 }
-                scan.end_row();
             }
         } else {
             let mut nb = Neighbours::new(&input.coords, geom);

@@ -70,17 +70,23 @@ impl MaskGeometry {
     }
 }
 
-/// Per-task neighbour-mask scanner: for each output row, sets one bitmap row per kernel row
-/// from the input row it meets, reads each output point's `k × k` window out of them, and
-/// clears them again.
+/// Per-task neighbour-mask scanner: keeps one bitmap row per kernel row in a ring indexed
+/// by input row, so an input row is written into its bitmap once when the window reaches it
+/// (and cleared once when a later row takes its place), and reads each output point's
+/// `k × k` window out of the bitmaps of the current output row's kernel rows.
 pub(crate) struct MaskScanner<'a> {
     nb: Neighbours<'a>,
     input: &'a Coords,
     g: &'a MaskGeometry,
     k: usize,
+    /// Distance between kernel rows (`d·t`).
+    step: u64,
+    /// `k` ring rows, then one row that stays zero (for absent kernel rows).
     bits: Vec<u64>,
-    /// The input row ranges set for the current output row.
-    set: Vec<(u32, usize, usize)>,
+    /// Per ring row: the input points `start..end` whose bits it holds (empty: none).
+    held: Vec<(usize, usize)>,
+    /// Per kernel row of the current output row: its bitmap row (`k` = the zero row).
+    row_of: Vec<usize>,
 }
 
 impl<'a> MaskScanner<'a> {
@@ -90,45 +96,54 @@ impl<'a> MaskScanner<'a> {
             input,
             g,
             k: geom.k,
-            bits: vec![0; geom.k * g.words],
-            set: Vec::with_capacity(geom.k),
+            step: geom.step,
+            bits: vec![0; (geom.k + 1) * g.words],
+            held: vec![(0, 0); geom.k],
+            row_of: vec![geom.k; geom.k],
         }
     }
 
-    /// Sets the bitmaps for output row `row` (rows ascending).
-    pub fn start_row(&mut self, row: u32) {
-        self.nb.start_row(row);
-        self.set.clear();
-        self.set.extend_from_slice(self.nb.row_ranges());
-        for &(ir, start, end) in &self.set {
-            let base = ir as usize * self.g.words;
-            // Columns ascend, so one word is assembled in a register before it is stored
-            // (an `|=` per column would wait on the previous store to the same word).
-            let (mut word, mut acc) = (usize::MAX, 0u64);
-            for &c in &self.input.cols[start..end] {
-                let i = (c >> self.g.t_shift) as usize + self.g.pad as usize;
-                if i / 64 != word {
-                    if word != usize::MAX {
-                        self.bits[base + word] = acc;
-                    }
-                    (word, acc) = (i / 64, 0);
+    /// Writes (`set`) or clears the bits of input points `start..end` in bitmap row `r`.
+    fn write(&mut self, r: usize, (start, end): (usize, usize), set: bool) {
+        let base = r * self.g.words;
+        // Columns ascend, so one word is assembled in a register before it is stored
+        // (an `|=` per column would wait on the previous store to the same word).
+        let (mut word, mut acc) = (usize::MAX, 0u64);
+        for &c in &self.input.cols[start..end] {
+            let i = (c >> self.g.t_shift) as usize + self.g.pad as usize;
+            if i / 64 != word {
+                if word != usize::MAX {
+                    self.bits[base + word] = acc;
                 }
+                (word, acc) = (i / 64, 0);
+            }
+            if set {
                 acc |= 1 << (i % 64);
             }
-            if word != usize::MAX {
-                self.bits[base + word] = acc;
-            }
+        }
+        if word != usize::MAX {
+            self.bits[base + word] = acc;
         }
     }
 
-    /// Clears the bitmaps of the current row.
-    pub fn end_row(&mut self) {
-        for &(ir, start, end) in &self.set {
-            let base = ir as usize * self.g.words;
-            for &c in &self.input.cols[start..end] {
-                let i = (c >> self.g.t_shift) as usize + self.g.pad as usize;
-                self.bits[base + i / 64] = 0;
+    /// Points the kernel rows at the bitmaps of output row `row`'s input rows (rows
+    /// ascending), writing the input rows the window has just reached.
+    pub fn start_row(&mut self, row: u32) {
+        self.nb.start_row(row);
+        self.row_of.fill(self.k);
+        for i in 0..self.nb.row_ranges().len() {
+            let (ir, start, end) = self.nb.row_ranges()[i];
+            // The window's input rows are `k` consecutive multiples of the kernel-row step
+            // (floored), so their ring rows differ.
+            let coord = i64::from(row) + self.nb.offset(ir as usize);
+            let r = ((coord as u64 / self.step) % self.k as u64) as usize;
+            if self.held[r] != (start, end) {
+                let old = self.held[r];
+                self.write(r, old, false);
+                self.write(r, (start, end), true);
+                self.held[r] = (start, end);
             }
+            self.row_of[ir as usize] = r;
         }
     }
 
@@ -141,7 +156,7 @@ impl<'a> MaskScanner<'a> {
         let low = (1u64 << k) - 1;
         let mut mask = 0u64;
         for ir in 0..k {
-            let row = &self.bits[ir * self.g.words..][..self.g.words];
+            let row = &self.bits[self.row_of[ir] * self.g.words..][..self.g.words];
             let bits = if self.g.dilation == 1 {
                 let (w, sh) = (start / 64, start % 64);
                 let pair = (u128::from(row[w + 1]) << 64) | u128::from(row[w]);
@@ -155,5 +170,54 @@ impl<'a> MaskScanner<'a> {
             mask |= bits << (ir * k);
         }
         mask
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pattern::CsrPattern;
+
+    /// The ring of bitmaps gives every point the mask of its neighbour list, over rows with
+    /// gaps, rows the input lacks, and dilated kernels.
+    #[test]
+    fn scanner_masks_match_neighbour_lists() {
+        let (nrows, ncols) = (120usize, 300u32);
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut row_ptr = vec![0usize];
+        let mut col_idx = Vec::new();
+        for r in 0..nrows {
+            // Every seventh row empty; the others about 6 % full.
+            if r % 7 != 3 {
+                col_idx.extend((0..ncols).filter(|_| next() % 16 == 0));
+            }
+            row_ptr.push(col_idx.len());
+        }
+        let p = CsrPattern::new(nrows, ncols as usize, row_ptr, col_idx).expect("valid");
+        let input = Coords::from_pattern(&p);
+        for (k, dilation) in [(5, 1), (3, 1), (3, 2), (7, 1)] {
+            let geom = Geometry::new(k, dilation, 1);
+            let g = MaskGeometry::new(&geom, 1, u64::from(ncols)).expect("layout");
+            let mut scan = MaskScanner::new(&input, &geom, &g);
+            let mut nb = Neighbours::new(&input, &geom);
+            let mut checked = 0;
+            // Ascending output rows, skipping some, including rows past the input's last.
+            for row in (0..nrows as u32 + 4).filter(|r| r % 5 != 1) {
+                scan.start_row(row);
+                nb.start_row(row);
+                for col in (0..ncols).step_by(3) {
+                    let want = mask_of_list(nb.point(col), k as u32);
+                    assert_eq!(scan.mask(col), want, "k {k} d {dilation} at ({row}, {col})");
+                    checked += u32::from(want != 0);
+                }
+            }
+            assert!(checked > 1000, "the test must see many non-empty windows");
+        }
     }
 }

@@ -168,6 +168,11 @@ impl<'a> Neighbours<'a> {
         }
     }
 
+    /// The offset of kernel row `ir` (along either axis).
+    pub fn offset(&self, ir: usize) -> i64 {
+        self.geom.offsets[ir]
+    }
+
     /// The input rows of the current output row's window: `(i_r, first point, end)` for
     /// each kernel row `i_r` whose input row is present, before any [`point`](Self::point)
     /// call of the row.
