@@ -3,9 +3,11 @@
 //! The pattern is cut into bands of whole rows with about `band_entries` entries each. For
 //! every band, the pattern's rows are appended to the input's [`Window`], then each stencil
 //! step, in topological order, computes the output rows that have become *final* — all the
-//! input rows they read are present — and appends them to its output window; right after
-//! the last reader of a value has run, that value's window is cut down to the rows a later
-//! band will still read (its halo). Global average pools sum each value's rows as they are
+//! input rows they read are present — and appends them to its output window; a step on the
+//! direct path (no shared rows) takes them in chunks of about [`CHUNK_BYTES`] of output, and
+//! the steps repeat until every final row is computed, so a chunk's rows reach the next
+//! layers while still in cache. Once the last reader of a value has caught up, that value's
+//! window is cut down to the rows a later band will still read (its halo). Global average pools sum each value's rows as they are
 //! computed (`tree_sum`). After the last band the pooled means and the dense steps give the
 //! output.
 //!
@@ -20,7 +22,7 @@ use std::time::Instant;
 
 use super::coords::Coords;
 use super::memory::{BufferPool, Memory};
-use super::plan::Plan;
+use super::plan::{Plan, CHUNK_BYTES};
 use super::tree_sum::TreeSum;
 use super::window::Window;
 use crate::error::{Error, Result};
@@ -68,12 +70,16 @@ pub(crate) struct Run<'a, 'm> {
     /// Per stencil step: positive while keys are looked up, negative for the number of
     /// bands left without (after a band whose keys hardly repeated).
     pub(super) share: Vec<i32>,
+    /// Per stencil step: the band in which `share` was last counted up.
+    pub(super) share_band: Vec<usize>,
     /// Per stencil step: seconds spent, rows computed, neighbour pairs.
     pub(super) times: Vec<(f64, u64, u64)>,
     /// Per stencil step, seconds per phase: coordinates, jobs, output table, rows and sums,
     /// window assembly, halo cuts.
     pub(super) phases: Vec<[f64; 6]>,
     pub(super) stats: FeaturizeStats,
+    /// Bytes of output rows per direct-path call of a step (see [`Run::run_steps`]).
+    pub(super) chunk_bytes: usize,
 }
 
 /// "Every row": the end of the last band.
@@ -101,6 +107,7 @@ impl<'a, 'm> Run<'a, 'm> {
             final_to: vec![0; n],
             next_row: vec![0; plan.stencils.len()],
             share: vec![1; plan.stencils.len()],
+            share_band: vec![usize::MAX; plan.stencils.len()],
             sums: (0..n)
                 .map(|s| plan.pooled[s].then(|| TreeSum::new(plan.channels(s), 0)))
                 .collect(),
@@ -108,6 +115,7 @@ impl<'a, 'm> Run<'a, 'm> {
             times: vec![(0.0, 0, 0); plan.stencils.len()],
             phases: vec![[0.0; 6]; plan.stencils.len()],
             stats: FeaturizeStats::default(),
+            chunk_bytes: CHUNK_BYTES,
         }
     }
 
@@ -128,16 +136,7 @@ impl<'a, 'm> Run<'a, 'm> {
             let last = i1 >= rows.len();
             let r1 = if last { p.nrows() } else { rows[i1] as usize };
             self.feed(r0..r1, last)?;
-            for si in 0..self.plan.stencils.len() {
-                let started = Instant::now();
-                self.step(si)?;
-                let cut = Instant::now();
-                for &slot in &self.plan.trim_after[si] {
-                    self.trim(slot)?;
-                }
-                self.phases[si][5] += cut.elapsed().as_secs_f64();
-                self.times[si].0 += started.elapsed().as_secs_f64();
-            }
+            self.run_steps()?;
             self.stats.bands += 1;
             if last {
                 break;
@@ -178,6 +177,41 @@ impl<'a, 'm> Run<'a, 'm> {
         let stats = std::mem::take(&mut self.stats);
         let out = self.finish()?;
         Ok((out, stats))
+    }
+
+    /// Runs the stencil steps in order until none has final rows left. A step on the direct
+    /// path computes at most [`chunk_points`](Self::chunk_points) output points per call, so
+    /// its rows reach the next layers while they are still in cache (a band's whole table of
+    /// a layer without shared rows is tens of MiB); steps that share rows take all their
+    /// final rows at once, since sharing pays over many points. A window is cut down to its
+    /// halo only once its last reader has caught up (a cut copies the rows it keeps).
+    fn run_steps(&mut self) -> Result<()> {
+        loop {
+            let mut more = false;
+            for si in 0..self.plan.stencils.len() {
+                let started = Instant::now();
+                let left = self.step(si)?;
+                let cut = Instant::now();
+                if !left {
+                    for &slot in &self.plan.trim_after[si] {
+                        self.trim(slot)?;
+                    }
+                }
+                more |= left;
+                self.phases[si][5] += cut.elapsed().as_secs_f64();
+                self.times[si].0 += started.elapsed().as_secs_f64();
+            }
+            if !more {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Most output points of one direct-path call of stencil step `si`: about
+    /// `chunk_bytes` of its output rows.
+    pub(super) fn chunk_points(&self, si: usize) -> usize {
+        let c = self.plan.stencils[si].op.cout().max(1);
+        (self.chunk_bytes / (4 * c)).max(1)
     }
 
     /// Appends pattern rows `rows` to the input window.

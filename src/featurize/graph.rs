@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use super::exec::{FeaturizeStats, Run};
 use super::memory::{BufferPool, Memory};
-use super::plan::Plan;
+use super::plan::{Plan, CHUNK_BYTES};
 use super::spec::GraphSpec;
 use super::{passes, validate};
 use crate::error::{Error, Result};
@@ -154,6 +154,17 @@ impl FeaturizerGraph {
         pattern: &CsrPattern,
         opts: &FeaturizeOptions,
     ) -> Result<(Vec<f32>, FeaturizeStats)> {
+        self.run_chunked(pattern, opts, CHUNK_BYTES)
+    }
+
+    /// [`run_with_stats`](Self::run_with_stats) with `chunk_bytes` of output rows per
+    /// direct-path call of a step (tests shrink it to split every step).
+    pub(crate) fn run_chunked(
+        &self,
+        pattern: &CsrPattern,
+        opts: &FeaturizeOptions,
+        chunk_bytes: usize,
+    ) -> Result<(Vec<f32>, FeaturizeStats)> {
         if pattern.nnz() >= u32::MAX as usize {
             return Err(Error::invalid_argument(format!(
                 "pattern has {} entries, the featurizer supports fewer than {}",
@@ -168,7 +179,9 @@ impl FeaturizerGraph {
         let band = opts.band_entries.unwrap_or_else(|| self.plan.auto_band());
         let go = || {
             let mem = Memory::new(opts.memory_budget);
-            let result = Run::new(&self.plan, pattern, kernels, &self.pool, &mem).run(band);
+            let mut run = Run::new(&self.plan, pattern, kernels, &self.pool, &mem);
+            run.chunk_bytes = chunk_bytes;
+            let result = run.run(band);
             self.pool.trim();
             result
         };

@@ -85,6 +85,9 @@ pub(crate) struct Plan {
 ///
 /// [`FeaturizeOptions::band_entries`]: super::FeaturizeOptions::band_entries
 pub(crate) const BAND_BYTES: usize = 32 << 20;
+/// Bytes of output rows a step on the direct path computes per call (see `exec`): small
+/// enough that the next layers read them from cache.
+pub(crate) const CHUNK_BYTES: usize = 4 << 20;
 /// Fewest automatic band entries.
 pub(crate) const MIN_BAND: usize = 1 << 14;
 /// Most automatic band entries.

@@ -56,9 +56,28 @@ fn task_sums(
     sum
 }
 
+/// Where a direct-path call over the input rows `[start, end)` of `x` stops so that it
+/// reads at most about `points` input points (so computes at most about that many output
+/// points): after the input row at which the count reaches `points`, rounded up to the
+/// output stride `t_out`; `None` when the whole range is within the limit.
+fn chunk_end(x: &Window<'_>, start: i64, end: i64, points: usize, t_out: i64) -> Option<i64> {
+    let rows = x.coords.rows_between(start, end);
+    let first = x.coords.row_start[rows.start];
+    if x.coords.row_start[rows.end] - first <= points {
+        return None;
+    }
+    // The first row whose end reaches `points` points.
+    let i = rows.start
+        + x.coords.row_start[rows.start + 1..=rows.end].partition_point(|&e| e - first < points);
+    let stop = align_up(i64::from(x.coords.rows[i]) + 1, t_out);
+    (stop < end).then_some(stop)
+}
+
 impl<'m> Run<'_, 'm> {
-    /// Computes the output rows of stencil step `si` that have become final.
-    pub(super) fn step(&mut self, si: usize) -> Result<()> {
+    /// Computes the output rows of stencil step `si` that have become final, or on the
+    /// direct path a chunk of them (see [`Run::run_steps`]); returns whether final rows are
+    /// left for another call.
+    pub(super) fn step(&mut self, si: usize) -> Result<bool> {
         let step = &self.plan.stencils[si];
         let reach = step.op.reach();
         let x_slot = step.input;
@@ -72,12 +91,20 @@ impl<'m> Run<'_, 'm> {
             (end, align_up(end.max(start), reach.t_out as i64))
         };
         if end <= start {
-            return Ok(());
+            return Ok(false);
         }
         let x = self.take(x_slot)?;
-        let result = self.step_rows(si, &x, start, end, next);
+        // A constant input always shares (its keys are neighbour masks).
+        let shared = x.is_constant() || (self.share[si] > 0 && x.shared.iter().any(|&s| s));
+        let (end, next, left) = if shared {
+            (end, next, false)
+        } else {
+            chunk_end(&x, start, end, self.chunk_points(si), reach.t_out as i64)
+                .map_or((end, next, false), |e| (e, e, true))
+        };
+        let result = self.step_rows(si, &x, start, end, next, shared);
         self.windows[x_slot] = Some(x);
-        result
+        result.map(|()| left)
     }
 
     /// [`step`](Self::step) for the output rows in `[start, end)` of input window `x`.
@@ -88,6 +115,7 @@ impl<'m> Run<'_, 'm> {
         start: i64,
         end: i64,
         next: i64,
+        shared: bool,
     ) -> Result<()> {
         let plan = self.plan;
         let step = &plan.stencils[si];
@@ -118,12 +146,14 @@ impl<'m> Run<'_, 'm> {
                 .charge(out.bytes(), node, "the output coordinates of a band")?;
         self.phases[si][0] += started.elapsed().as_secs_f64();
         let halo = self.take(y_slot)?;
-        // A constant input always shares (its keys are neighbour masks).
-        let shared = x.is_constant() || (self.share[si] > 0 && x.shared.iter().any(|&s| s));
         let (window, sums) = if shared {
             self.shared_rows(si, x, &out, halo)?
         } else {
-            self.share[si] += 1;
+            // Counted once per band, however many chunks the band takes.
+            if self.share_band[si] != self.stats.bands {
+                self.share_band[si] = self.stats.bands;
+                self.share[si] += 1;
+            }
             self.direct_rows(si, x, &out, halo)?
         };
         let k = self.k;

@@ -57,6 +57,48 @@ fn waco_like_is_bit_identical_everywhere() {
     );
 }
 
+/// Steps on the direct path split into chunks of as little as one point per call (see
+/// `exec::Run::run_steps`) give the one-band, unchunked result.
+#[test]
+fn chunked_steps_are_bit_identical() {
+    let cases = [
+        ("waco rmat", waco_like(32, 8, 9), rmat(11, 9000, 8), 32),
+        (
+            "waco uniform",
+            waco_like(16, 6, 4),
+            random_pattern(900, 4, 7),
+            16,
+        ),
+        (
+            "dash",
+            dash_like(&[8, 16, 16, 32, 32, 48, 48], 5),
+            random_pattern(300, 20, 4),
+            48,
+        ),
+    ];
+    for (name, spec, p, c) in cases {
+        let g = FeaturizerGraph::from_spec(&spec).expect("valid");
+        let want = run(&g, &p, 1, SimdLevel::Scalar, Some(usize::MAX));
+        for chunk_points in [1, 37, 1000] {
+            for band in [None, Some(50), Some(usize::MAX)] {
+                for threads in [1, 2] {
+                    let o = FeaturizeOptions {
+                        threads: Some(threads),
+                        band_entries: band,
+                        ..Default::default()
+                    };
+                    let (got, _) = g.run_chunked(&p, &o, chunk_points * 4 * c).expect("runs");
+                    assert_eq!(
+                        bits(&got),
+                        want,
+                        "{name}: chunks of {chunk_points} points, band {band:?}, {threads} threads"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn dash_like_is_bit_identical_everywhere() {
     let p = random_pattern(300, 20, 4);
