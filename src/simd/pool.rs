@@ -126,17 +126,38 @@ lanewise!(
     /// first converted, the next ones added (one row's points for global average pooling).
     sum_rows_f64(acc: &mut [f64], table: &[f32], ids: &[u32]) {
         let c = acc.len();
-        for (n, &id) in ids.iter().enumerate() {
-            let row = &table[id as usize * c..][..c];
-            if n == 0 {
-                for (a, &v) in acc.iter_mut().zip(row) {
+        let Some((&first, rest)) = ids.split_first() else {
+            return;
+        };
+        // Blocks of `B` lanes summed in a local array (registers) over all the rows, rather
+        // than through `acc` in memory once per row; each lane's sum is the same.
+        const B: usize = 32;
+        let mut j0 = 0;
+        while j0 < c {
+            let nb = (c - j0).min(B);
+            let lane = |id: u32| &table[id as usize * c + j0..][..nb];
+            if nb == B {
+                let block = |id: u32| -> &[f32; B] { lane(id).try_into().expect("B lanes") };
+                let mut a: [f64; B] = block(first).map(f64::from);
+                for &id in rest {
+                    let r = block(id);
+                    for k in 0..B {
+                        a[k] += f64::from(r[k]);
+                    }
+                }
+                acc[j0..j0 + B].copy_from_slice(&a);
+            } else {
+                let acc = &mut acc[j0..];
+                for (a, &v) in acc.iter_mut().zip(lane(first)) {
                     *a = f64::from(v);
                 }
-            } else {
-                for (a, &v) in acc.iter_mut().zip(row) {
-                    *a += f64::from(v);
+                for &id in rest {
+                    for (a, &v) in acc.iter_mut().zip(lane(id)) {
+                        *a += f64::from(v);
+                    }
                 }
             }
+            j0 += nb;
         }
     }
 );
@@ -191,6 +212,32 @@ mod tests {
             match &want {
                 None => want = Some(got),
                 Some(w) => assert_eq!(&got, w, "level {level}"),
+            }
+        }
+        // `sum_rows_f64` on every level: each lane the in-order f64 sum of its rows, for
+        // widths below, at and around the 32-lane blocks; no rows leave `acc` as it was.
+        for c in [1usize, 31, 32, 33, 67, 96] {
+            let table: Vec<f32> = (0..7 * c)
+                .map(|i| vals[i % vals.len()] * (1.0 + i as f32 * 1e-3))
+                .collect();
+            let ids = [3u32, 0, 6, 3, 1];
+            let want: Vec<u64> = (0..c)
+                .map(|j| {
+                    let mut a = f64::from(table[ids[0] as usize * c + j]);
+                    for &id in &ids[1..] {
+                        a += f64::from(table[id as usize * c + j]);
+                    }
+                    a.to_bits()
+                })
+                .collect();
+            for level in SimdLevel::supported() {
+                let k = crate::simd::kernels::Kernels::for_level(level);
+                let mut acc = vec![7.0f64; c];
+                (k.sum_rows_f64)(&mut acc, &table, &[]);
+                assert!(acc.iter().all(|&a| a == 7.0), "width {c}, level {level}");
+                (k.sum_rows_f64)(&mut acc, &table, &ids);
+                let got: Vec<u64> = acc.iter().map(|x| x.to_bits()).collect();
+                assert_eq!(got, want, "width {c}, level {level}");
             }
         }
         // Semantics on the scalar level.
