@@ -249,4 +249,44 @@ mod tests {
         assert_eq!(b, c);
         assert_eq!(c.copy_rows(c.rows_between(1, 4)).rows, vec![1, 3]);
     }
+
+    /// Strided images over groups of one to eight rows and partial row ranges match a set-based
+    /// reference, for power-of-two and other strides.
+    #[test]
+    fn strided_matches_a_set_reference() {
+        let (nrows, ncols) = (5000usize, 3000u32);
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut row_ptr = vec![0usize];
+        let mut col_idx = Vec::new();
+        for r in 0..nrows {
+            if r % 11 != 4 {
+                let mut cols: Vec<u32> = (0..next() % 9).map(|_| (next() % 3000) as u32).collect();
+                cols.sort_unstable();
+                cols.dedup();
+                col_idx.extend(cols);
+            }
+            row_ptr.push(col_idx.len());
+        }
+        let p = CsrPattern::new(nrows, ncols as usize, row_ptr, col_idx).expect("valid");
+        let c = Coords::from_pattern(&p);
+        for t in [2u64, 3, 4, 8] {
+            for (lo, hi) in [(0, nrows as u32), (1000, 4321)] {
+                let want: std::collections::BTreeSet<(u32, u32)> = points(&c)
+                    .into_iter()
+                    .filter(|&(r, _)| (lo..hi).contains(&r))
+                    .map(|(r, q)| ((r as u64 / t * t) as u32, (q as u64 / t * t) as u32))
+                    .collect();
+                let want: Vec<(u32, u32)> = want.into_iter().collect();
+                let got = points(&c.strided(c.rows_between(lo.into(), hi.into()), t));
+                assert_eq!(got.len(), want.len(), "stride {t}, rows {lo}..{hi}");
+                assert!(got == want, "stride {t}, rows {lo}..{hi}");
+            }
+        }
+    }
 }
