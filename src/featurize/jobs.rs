@@ -8,7 +8,8 @@
 //! it is unique and gets its own row without a lookup. This is what keeps memoization cheap
 //! when most receptive fields are unique (the graph-like matrices) while it still shares the
 //! repeated ones in the same layer. For a constant input (the pattern), keys are neighbour
-//! masks read out of bitmaps (`masks`).
+//! masks read out of bitmaps (`masks`), carried as two pseudo-pairs through the band-wide
+//! merge and expanded into their pairs once per distinct mask of the band ([`expand_masks`]).
 //!
 //! Phase A of a band step gives each task two job lists — its distinct *keyed* jobs (to be
 //! merged band-wide, see `band`) and its *unique* jobs — and each point's job. Results never
@@ -27,7 +28,8 @@ use super::window::Window;
 #[derive(Debug, Default)]
 pub(crate) struct TaskJobs {
     /// `(κ, input row id)` of every job, in visiting order (kernel row `i_r` ascending, then
-    /// `i_c`; for a constant input, κ ascending).
+    /// `i_c`; for a constant input, κ ascending, and a mask's two pseudo-pairs before
+    /// [`expand_masks`]).
     pub pairs: Vec<(u32, u32)>,
     /// Job `j` is `pairs[starts[j]..starts[j + 1]]`.
     pub starts: Vec<u32>,
@@ -69,13 +71,6 @@ impl TaskJobs {
         self.starts.push(self.pairs.len() as u32);
         self.uses.push(uses);
         (self.uses.len() - 1) as u32
-    }
-
-    /// Neighbour pairs over all points (each point counts its job's pairs).
-    pub fn point_pairs(&self) -> u64 {
-        (0..self.len())
-            .map(|j| u64::from(self.uses[j]) * u64::from(self.starts[j + 1] - self.starts[j]))
-            .sum()
     }
 
     /// Bytes held.
@@ -137,6 +132,8 @@ pub(crate) struct Phase {
     pub unique: TaskJobs,
     /// Per point: its job, `KEYED | j` in `keyed` or `j` in `unique`.
     pub point_job: Vec<u32>,
+    /// Neighbour pairs over all points.
+    pub point_pairs: u64,
 }
 
 impl Phase {
@@ -144,11 +141,33 @@ impl Phase {
     pub fn bytes(&self) -> usize {
         self.keyed.bytes() + self.unique.bytes() + self.point_job.capacity() * 4
     }
+}
 
-    /// Neighbour pairs over all points.
-    pub fn point_pairs(&self) -> u64 {
-        self.keyed.point_pairs() + self.unique.point_pairs()
+/// κ of the two pseudo-pairs `(MASK_KEY, low half)`, `(MASK_KEY, high half)` that stand for
+/// a neighbour mask in the jobs of a constant input until [`expand_masks`] (no kernel index
+/// is this large), so tasks and the band-wide merge handle two pairs per key, not one per
+/// neighbour.
+const MASK_KEY: u32 = u32::MAX;
+
+/// The pseudo-pairs of `mask` (see [`MASK_KEY`]).
+#[inline]
+fn mask_key(mask: u64) -> [(u32, u32); 2] {
+    [(MASK_KEY, mask as u32), (MASK_KEY, (mask >> 32) as u32)]
+}
+
+/// A job list of a constant input with each mask key replaced by its neighbour pairs
+/// `(κ, row 0)`, κ ascending; `k` is the kernel size.
+pub(crate) fn expand_masks(list: TaskJobs, k: u32) -> TaskJobs {
+    let mut out = TaskJobs::new();
+    out.pairs.reserve(list.len() * 8);
+    for j in 0..list.len() {
+        let mask = match list.pairs(j) {
+            &[(MASK_KEY, lo), (MASK_KEY, hi)] => (u64::from(hi) << 32) | u64::from(lo),
+            other => unreachable!("not a mask key: {other:?}"),
+        };
+        out.push_job(mask_kappas(mask, k).map(|kappa| (kappa, 0)), list.uses[j]);
     }
+    out
 }
 
 /// Builds the jobs of the output rows `rows` of `out` (a band's output coordinates) over
@@ -167,10 +186,12 @@ pub(crate) fn task_jobs(
         keyed: TaskJobs::new(),
         unique: TaskJobs::new(),
         point_job: Vec::with_capacity(n),
+        point_pairs: 0,
     };
     let k = geom.k as u32;
     if input.is_constant() && geom.k * geom.k <= 64 {
-        // The key is the neighbour mask; the job's pairs all read row 0.
+        // The key is the neighbour mask, kept as two pseudo-pairs until `expand_masks` (the
+        // job's pairs then all read row 0).
         let mut index = Index::with_capacity(64);
         let (mut masks_of, mut mask_hash): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
         let mut last: Option<(u64, u32)> = None;
@@ -186,9 +207,9 @@ pub(crate) fn task_jobs(
                     let h = x ^ (x >> 32);
                     let (j, new) = index.find(h, &mask_hash, |j| masks_of[j] == mask);
                     if new {
-                        let pairs = || mask_kappas(mask, k).map(|kappa| (kappa, 0));
-                        ph.keyed.hash.push(hash_pairs(pairs()));
-                        ph.keyed.push_job(pairs(), 0);
+                        let key = mask_key(mask);
+                        ph.keyed.hash.push(hash_pairs(key.into_iter()));
+                        ph.keyed.push_job(key.into_iter(), 0);
                         masks_of.push(mask);
                         mask_hash.push(h);
                     }
@@ -198,6 +219,7 @@ pub(crate) fn task_jobs(
             last = Some((mask, j));
             ph.keyed.uses[j as usize] += 1;
             ph.point_job.push(KEYED | j);
+            ph.point_pairs += u64::from(mask.count_ones());
         };
         if let Some(g) = masks {
             let mut scan = MaskScanner::new(&input.coords, geom, g);
@@ -234,6 +256,7 @@ pub(crate) fn task_jobs(
                 all_shared &= input.shared[id as usize];
                 key.push((kappa, id));
             }
+            ph.point_pairs += key.len() as u64;
             if all_shared {
                 let h = hash_pairs(key.iter().copied());
                 let keyed = &ph.keyed;

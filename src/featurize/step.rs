@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use super::band::share;
 use super::coords::Coords;
 use super::exec::{Run, ALL};
-use super::jobs::{task_jobs, Phase};
+use super::jobs::{expand_masks, task_jobs, Phase};
 use super::masks::MaskGeometry;
 use super::memory::Charge;
 use super::ops::{Part, RowProducts, Stencil};
@@ -314,7 +314,7 @@ impl<'m> Run<'_, 'm> {
             .with_min_len(g)
             .map(|rows| task_jobs(x, out, rows.clone(), &reach.geom, masks.as_ref(), true))
             .collect();
-        let pairs: u64 = jobs.iter().map(Phase::point_pairs).sum();
+        let pairs: u64 = jobs.iter().map(|p| p.point_pairs).sum();
         let keyed_points: u64 = jobs
             .iter()
             .map(|p| p.keyed.uses.iter().map(|&u| u64::from(u)).sum::<u64>())
@@ -326,6 +326,14 @@ impl<'m> Run<'_, 'm> {
             "the neighbour pairs of a band",
         )?;
         let mut band = share(jobs, g);
+        if x.is_constant() && reach.geom.volume() <= 64 {
+            let k = reach.geom.k as u32;
+            band.lists = std::mem::take(&mut band.lists)
+                .into_par_iter()
+                .with_min_len(g)
+                .map(|l| expand_masks(l, k))
+                .collect();
+        }
         drop(a_charge);
         let _band_charge = self
             .mem

@@ -265,7 +265,7 @@ fn direct_by_jobs<S: Stencil + ?Sized>(
 ) -> u64 {
     let ph = task_jobs(input, out, rows, &s.reach().geom, None, false);
     s.compute(&Part::whole(&ph.unique), input, None, dst, k);
-    ph.unique.point_pairs()
+    ph.point_pairs
 }
 
 /// A dense → dense node, run once after all row bands.
