@@ -83,7 +83,7 @@ impl TaskJobs {
     /// of the jobs' pairs use gets a slot (numbered in order of first occurrence), so its
     /// product is computed once.
     pub fn assign_slots(&mut self, input: &Window<'_>) {
-        let mut map = PairMap::default();
+        let mut map = PairMap::with_capacity(self.pairs.len());
         let mut seen: Vec<((u32, u32), u32)> = Vec::new(); // per map entry: pair, uses
         let first: Vec<u32> = self
             .pairs
@@ -361,6 +361,14 @@ struct PairMap {
 }
 
 impl PairMap {
+    /// An empty map with room for `n` keys without growing.
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            table: vec![(0, 0); (2 * n).next_power_of_two().max(64)],
+            len: 0,
+        }
+    }
+
     #[inline]
     fn index(key: u64, mask: usize) -> usize {
         (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize & mask
