@@ -284,11 +284,18 @@ pub(crate) fn pack(kappa: u32, id: u32) -> u64 {
 
 /// Hash of a key.
 #[inline]
-pub(crate) fn hash_pairs(pairs: impl Iterator<Item = (u32, u32)>) -> u64 {
-    let mut h = 0x243f_6a88_85a3_08d3u64;
-    for (kappa, id) in pairs {
-        h = (h.rotate_left(5) ^ pack(kappa, id)).wrapping_mul(0x517c_c1b7_2722_0a95);
+pub(crate) fn hash_pairs(mut pairs: impl Iterator<Item = (u32, u32)>) -> u64 {
+    // Two chains, even and odd pairs, so the multiplies of a long key overlap.
+    const M: u64 = 0x517c_c1b7_2722_0a95;
+    let (mut a, mut b) = (0x243f_6a88_85a3_08d3u64, 0x1319_8a2e_0370_7344u64);
+    while let Some((kappa, id)) = pairs.next() {
+        a = (a.rotate_left(5) ^ pack(kappa, id)).wrapping_mul(M);
+        let Some((kappa, id)) = pairs.next() else {
+            break;
+        };
+        b = (b.rotate_left(5) ^ pack(kappa, id)).wrapping_mul(M);
     }
+    let h = (a ^ b.rotate_left(29)).wrapping_mul(M);
     h ^ (h >> 29)
 }
 
