@@ -7,16 +7,16 @@
 //! direct path (no shared rows) takes them in chunks of about [`CHUNK_BYTES`] of output, and
 //! the steps repeat until every final row is computed, so a chunk's rows reach the next
 //! layers while still in cache. Once the last reader of a value has caught up, that value's
-//! window is cut down to the rows a later band will still read (its halo). Global average pools sum each value's rows as they are
-//! computed (`tree_sum`). After the last band the pooled means and the dense steps give the
-//! output.
+//! window is cut down to the rows a later band will still read (its halo). Global average
+//! pools sum each value's rows as they are computed (`tree_sum`). After the last band the
+//! pooled means and the dense steps give the output.
 //!
 //! A stencil step runs in two parallel phases over tasks of whole output rows (`rulebook`):
 //! phase A finds every output point's neighbours and its job (`jobs`); the output table is
 //! then sized, and phase B computes the jobs' rows straight into it (`Stencil::compute`) and
 //! sums the task's rows for the pools. Since every output row and every pooled sum is
 //! defined by the coordinates alone, the result is the same bit for bit for any band size
-//! (one band = no streaming), thread count and SIMD level.
+//! (one band = no streaming), chunk size, thread count and SIMD level.
 
 use std::time::Instant;
 
