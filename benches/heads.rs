@@ -14,6 +14,9 @@
 //!   multiply-adds per second against numpy's sgemm rate measured in the same run;
 //! - **cache hit**: `embed_matrix` of a pattern already embedded (same object, and a fresh
 //!   copy whose hash is recomputed) against the featurizer on it;
+//! - **model load**: `Model::load` of every bundle in `models/` against the floor of what
+//!   loading must do with the bytes (read every file and SHA-256 it, which the manifest check
+//!   requires), and against the reference backend's load of the same bundle;
 //! - **whole space** (`space` argument, not run by default): the 611 712-schedule WACO SpMM
 //!   space prepared once, then per matrix the statuses and the exact top-10 with the default;
 //!   peak RSS from `/proc/self/status` (run it alone: `cargo bench --bench heads -- space`).
@@ -140,6 +143,75 @@ fn compiler_call(s: &Setup) -> BoxResult<()> {
             rp.min / np.min,
             rp.median / np.median
         );
+    }
+    Ok(())
+}
+
+/// `Model::load` per bundle, against reading and hashing its files (the floor) and the
+/// reference backend's load.
+fn model_load() -> BoxResult<()> {
+    use sha2::{Digest, Sha256};
+    println!("\n### Model load (`Model::load`, bundle files in the page cache)\n");
+    let mut header =
+        "| bundle | MiB | read + SHA-256 (floor), min | native, min | median | native ÷ floor |"
+            .to_string();
+    let reference = reference();
+    if let Some(b) = &reference {
+        header.push_str(&format!(" {}, min | {} ÷ native |", b.name(), b.name()));
+    }
+    println!("{header}");
+    println!(
+        "|---|---:|---:|---:|---:|---:|{}",
+        if reference.is_some() {
+            "---:|---:|"
+        } else {
+            ""
+        }
+    );
+    let mut dirs: Vec<_> = std::fs::read_dir(repo().join("models"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("manifest.json").is_file())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let files = files_with_ext(&dir, "onnx")?;
+        let bytes: u64 = files
+            .iter()
+            .map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0))
+            .sum();
+        let floor = measure(5, 200, BUDGET, || {
+            for f in &files {
+                std::hint::black_box(Sha256::digest(std::fs::read(f)?));
+            }
+            Ok(())
+        })?;
+        let native = measure(5, 200, BUDGET, || {
+            std::hint::black_box(Model::load(&dir, &LoadOptions::default())?);
+            Ok(())
+        })?;
+        let name = dir
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        let mut row = format!(
+            "| {name} | {:.1} | {} | {} | {} | {:.1}× |",
+            bytes as f64 / (1 << 20) as f64,
+            time(floor.min),
+            time(native.min),
+            time(native.median),
+            native.min / floor.min
+        );
+        if let Some(b) = &reference {
+            let options = LoadOptions {
+                backend: b.clone(),
+                ..LoadOptions::default()
+            };
+            let r = measure(3, 50, BUDGET, || {
+                std::hint::black_box(Model::load(&dir, &options)?);
+                Ok(())
+            })?;
+            row.push_str(&format!(" {} | {:.1}× |", time(r.min), r.min / native.min));
+        }
+        println!("{row}");
     }
     Ok(())
 }
@@ -365,6 +437,9 @@ fn main() -> BoxResult<()> {
     }
     if want("cache") {
         cache_hit(&setup)?;
+    }
+    if want("load") {
+        model_load()?;
     }
     if args.iter().any(|a| a == "space") {
         whole_space(&setup)?;

@@ -361,7 +361,8 @@ pub(crate) struct Bundle {
     pub matrix_embedder: BundleFile,
     /// (head name, schedule embedder, predictor), sorted by head name.
     pub heads: Vec<(String, BundleFile, BundleFile)>,
-    /// FNV-1a over all `.onnx` file bytes in name order.
+    /// FNV-1a over every `.onnx` file's name and SHA-256 (hex), in name order: as stable
+    /// and as specific as a hash of the bytes, without a second pass over them.
     pub content_hash: u64,
     /// The parsed `manifest.json`, if the bundle has one (checked by `integrity::verify`).
     pub manifest: Option<Manifest>,
@@ -409,9 +410,10 @@ impl Bundle {
         let mut schedule_embedders: BTreeMap<String, BundleFile> = BTreeMap::new();
         let mut predictors: BTreeMap<String, BundleFile> = BTreeMap::new();
         for (name, bytes) in files {
-            hash.write(name.as_bytes());
-            hash.write(&bytes);
             let sha256 = sha256_hex(&bytes);
+            hash.write(name.as_bytes());
+            hash.write(&[0]);
+            hash.write(sha256.as_bytes());
             let corrupt = manifest
                 .as_ref()
                 .is_some_and(|m| !m.matches(&name, bytes.len(), &sha256));

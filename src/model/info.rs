@@ -254,7 +254,8 @@ pub struct ModelInfo {
     pub engines: Vec<GraphEngine>,
     /// Instruction-set level of the native kernels.
     pub simd: crate::simd::SimdLevel,
-    /// Stable hash of the bundle files' bytes (used to key caches).
+    /// Stable hash of the bundle's files: their names and SHA-256 digests (used to key
+    /// caches).
     pub content_hash: u64,
     /// The manifest and provenance hashes verified at load (bundle-format §7).
     pub integrity: super::integrity::BundleIntegrity,
