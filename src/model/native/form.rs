@@ -59,13 +59,12 @@ impl Mat64 {
         debug_assert_eq!(self.cols, other.rows);
         let mut out = Mat64::zeros(self.rows, other.cols);
         let nonzero = other.data.iter().filter(|&&v| v != 0.0).count();
-        if nonzero * 4 < other.data.len() {
-            // Per row of `other`, its non-zero entries `(column, value)`.
+        // Per row of a sparse `other`, its non-zero entries `(column, value)`.
+        let lists = (nonzero * 4 < other.data.len()).then(|| {
             let mut starts = Vec::with_capacity(other.rows + 1);
             let mut entries: Vec<(usize, f64)> = Vec::with_capacity(nonzero);
             starts.push(0);
-            for k in 0..other.rows {
-                let row = &other.data[k * other.cols..(k + 1) * other.cols];
+            for row in other.data.chunks_exact(other.cols.max(1)) {
                 entries.extend(
                     row.iter()
                         .enumerate()
@@ -74,20 +73,8 @@ impl Mat64 {
                 );
                 starts.push(entries.len());
             }
-            for r in 0..self.rows {
-                let orow = &mut out.data[r * other.cols..(r + 1) * other.cols];
-                for k in 0..self.cols {
-                    let a = self.data[r * self.cols + k];
-                    if a == 0.0 {
-                        continue;
-                    }
-                    for &(c, b) in &entries[starts[k]..starts[k + 1]] {
-                        orow[c] += a * b;
-                    }
-                }
-            }
-            return out;
-        }
+            (starts, entries)
+        });
         for r in 0..self.rows {
             let orow = &mut out.data[r * other.cols..(r + 1) * other.cols];
             for k in 0..self.cols {
@@ -95,9 +82,18 @@ impl Mat64 {
                 if a == 0.0 {
                     continue;
                 }
-                let brow = &other.data[k * other.cols..(k + 1) * other.cols];
-                for (o, b) in orow.iter_mut().zip(brow) {
-                    *o += a * b;
+                match &lists {
+                    Some((starts, entries)) => {
+                        for &(c, b) in &entries[starts[k]..starts[k + 1]] {
+                            orow[c] += a * b;
+                        }
+                    }
+                    None => {
+                        let brow = &other.data[k * other.cols..(k + 1) * other.cols];
+                        for (o, b) in orow.iter_mut().zip(brow) {
+                            *o += a * b;
+                        }
+                    }
                 }
             }
         }
