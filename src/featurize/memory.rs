@@ -18,7 +18,10 @@
 //! keeps at most [`BufferPool::MAX_BUFFERS`] buffers and [`BufferPool::MAX_BYTES`] bytes while
 //! a run is going, and at most [`BufferPool::RETAINED_BYTES`] between runs: a run trims the
 //! pool when it ends, so a graph that has featurized one very large matrix does not keep
-//! that matrix's buffers afterwards.
+//! that matrix's buffers afterwards. Buffers under [`BufferPool::MIN_BYTES`] are not kept
+//! (the allocator recycles those without faulting pages in), so the small tables of the last
+//! layers do not take the places of the large ones; over the count the smallest go first,
+//! over the bytes the largest.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -109,6 +112,9 @@ impl BufferPool {
     pub const MAX_BYTES: usize = 256 << 20;
     /// Most bytes kept between runs.
     pub const RETAINED_BYTES: usize = 64 << 20;
+    /// Smallest buffer kept: glibc's default threshold for serving an allocation with its
+    /// own mapping (whose pages are returned on free and faulted in again on the next use).
+    pub const MIN_BYTES: usize = 128 << 10;
 
     /// A buffer of length `n` with **unspecified contents** (stale values from an earlier
     /// use): callers overwrite all of it. Takes the smallest pooled buffer with capacity in
@@ -135,9 +141,10 @@ impl BufferPool {
         }
     }
 
-    /// Returns a buffer to the pool, then drops the smallest buffers while over the limits.
+    /// Returns a buffer to the pool (unless it is under [`MIN_BYTES`](Self::MIN_BYTES) or
+    /// over [`MAX_BYTES`](Self::MAX_BYTES)), then drops buffers while over the limits.
     pub fn give(&self, v: Vec<f32>) {
-        if v.capacity() == 0 || v.capacity() * 4 > Self::MAX_BYTES {
+        if v.capacity() * 4 < Self::MIN_BYTES || v.capacity() * 4 > Self::MAX_BYTES {
             return;
         }
         let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
@@ -160,10 +167,15 @@ impl BufferPool {
 
     /// Drops the largest buffers until at most `count` buffers and `bytes` bytes remain
     /// (the largest first: they are the ones a large matrix left behind).
+    /// Drops the smallest buffers while more than `count` are kept, then the largest while
+    /// they hold more than `bytes`.
     fn shrink(bufs: &mut Vec<Vec<f32>>, count: usize, bytes: usize) {
         bufs.sort_by_key(|b| b.capacity());
+        if bufs.len() > count {
+            bufs.drain(..bufs.len() - count);
+        }
         let mut total: usize = bufs.iter().map(|b| b.capacity() * 4).sum();
-        while bufs.len() > count || total > bytes {
+        while total > bytes {
             let Some(b) = bufs.pop() else { break };
             total -= b.capacity() * 4;
         }
@@ -201,6 +213,26 @@ mod tests {
         drop(a);
         let _b = m.charge(900, "n", "x").expect("fits after release");
         assert_eq!(m.peak(), 900);
+    }
+
+    /// Small buffers are not kept, and over the count the smallest go: the large tables,
+    /// whose pages cost the most to fault in again, stay.
+    #[test]
+    fn pool_keeps_the_large_buffers() {
+        let p = BufferPool::default();
+        p.give(vec![0.0; 1024]); // 4 KiB: not kept
+        assert_eq!(p.bytes(), 0);
+        let large = BufferPool::MIN_BYTES; // floats: 4 × the smallest kept size
+        p.give(vec![0.0; large]);
+        for i in 0..BufferPool::MAX_BUFFERS {
+            p.give(vec![0.0; BufferPool::MIN_BYTES / 4 + i]);
+        }
+        let bufs = p.bufs.lock().expect("lock");
+        assert_eq!(bufs.len(), BufferPool::MAX_BUFFERS);
+        assert!(bufs.iter().any(|b| b.capacity() == large));
+        assert!(bufs
+            .iter()
+            .all(|b| b.capacity() > BufferPool::MIN_BYTES / 4));
     }
 
     #[test]
