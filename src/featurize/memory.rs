@@ -112,9 +112,9 @@ impl BufferPool {
     pub const MAX_BYTES: usize = 256 << 20;
     /// Most bytes kept between runs.
     pub const RETAINED_BYTES: usize = 64 << 20;
-    /// Smallest buffer kept: glibc's default threshold for serving an allocation with its
-    /// own mapping (whose pages are returned on free and faulted in again on the next use).
-    pub const MIN_BYTES: usize = 128 << 10;
+    /// Smallest buffer kept (a page): the allocator recycles smaller ones itself, and they
+    /// would only take the places of large ones.
+    pub const MIN_BYTES: usize = 4 << 10;
 
     /// A buffer of length `n` with **unspecified contents** (stale values from an earlier
     /// use): callers overwrite all of it. Takes the smallest pooled buffer with capacity in
@@ -220,9 +220,9 @@ mod tests {
     #[test]
     fn pool_keeps_the_large_buffers() {
         let p = BufferPool::default();
-        p.give(vec![0.0; 1024]); // 4 KiB: not kept
+        p.give(vec![0.0; 1000]); // under 4 KiB: not kept
         assert_eq!(p.bytes(), 0);
-        let large = BufferPool::MIN_BYTES; // floats: 4 × the smallest kept size
+        let large = BufferPool::MIN_BYTES; // floats: 4 × the smallest size kept
         p.give(vec![0.0; large]);
         for i in 0..BufferPool::MAX_BUFFERS {
             p.give(vec![0.0; BufferPool::MIN_BYTES / 4 + i]);
