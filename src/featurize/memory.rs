@@ -165,10 +165,9 @@ impl BufferPool {
         bufs.iter().map(|b| b.capacity() * 4).sum()
     }
 
-    /// Drops the largest buffers until at most `count` buffers and `bytes` bytes remain
-    /// (the largest first: they are the ones a large matrix left behind).
     /// Drops the smallest buffers while more than `count` are kept, then the largest while
-    /// they hold more than `bytes`.
+    /// they hold more than `bytes` (the largest first: they are the ones a large matrix
+    /// left behind).
     fn shrink(bufs: &mut Vec<Vec<f32>>, count: usize, bytes: usize) {
         bufs.sort_by_key(|b| b.capacity());
         if bufs.len() > count {

@@ -261,7 +261,6 @@ impl BundleFile {
     }
 }
 
-/// Converts an initializer to f32, checking its declared size.
 /// IEEE half-precision values (their bits) as `f32`, exactly: `half`'s slice conversion,
 /// which uses the CPU's conversion instructions where it has them (F16C) and is
 /// bit-identical to converting one value at a time.
@@ -271,6 +270,7 @@ fn f16_bits_to_f32(bits: &[u16]) -> Vec<f32> {
     halves.to_f32_vec()
 }
 
+/// Converts an initializer to f32, checking its declared size.
 pub(crate) fn tensor_to_f32(t: &TensorProto, origin: &str) -> Result<TensorSpec> {
     let key = || format!("{origin}: tensor '{}'", t.name);
     if t.data_location == 1 || !t.external_data.is_empty() {

@@ -51,7 +51,7 @@ impl Mat64 {
     ///
     /// Zero terms are skipped on both sides, which leaves every result bit-identical to the
     /// dense sum: the weights are finite (checked at load), so a skipped product is `±0`,
-    /// and a sum that starts at `+0` never becomes `−0` by adding one. Folding meets very
+    /// and adding `±0` to a sum that starts at `+0` (and so is never `−0`) changes nothing. Folding meets very
     /// sparse right operands (the identity blocks of concatenated leaves, which
     /// [`embed_rows`](Self::embed_rows) pads with zero rows): when fewer than a quarter of
     /// `other`'s entries are non-zero, its rows are walked as lists of their non-zeros.
