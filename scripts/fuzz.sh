@@ -4,9 +4,10 @@
 # the same script (see docs/reliability.md).
 #
 #   bash scripts/fuzz.sh [--time SECONDS] [--runs N] [--sanitizer address|none]
-#                        [--no-trace-compares] [TARGET...]
+#                        [--no-trace-compares] [--jobs N] [TARGET...]
 #
-# Defaults: 20 s per target, AddressSanitizer; with both --time and --runs a run stops at
+# Defaults: 20 s per target, AddressSanitizer, one target at a time (--jobs 2 runs two side by
+# side: each libFuzzer process uses one core); with both --time and --runs a run stops at
 # whichever comes first. --no-trace-compares builds without libFuzzer's comparison tracing
 # (into fuzz/target/no-trace-compares): about 1.8x the executions per second on
 # capi_sequence, whose time otherwise goes half to tracing the featurizer's comparisons;
@@ -26,6 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 time_limit=20
+jobs=1
 runs=()
 sanitizer=address
 cmp=()
@@ -35,8 +37,9 @@ while [ $# -gt 0 ]; do
     --time) time_limit="$2"; shift 2 ;;
     --runs) runs=(-runs="$2"); [ "$time_limit" = 20 ] && time_limit=0; shift 2 ;;
     --sanitizer) sanitizer="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
     --no-trace-compares) cmp=(--no-trace-compares --target-dir target/no-trace-compares); shift ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -50,10 +53,7 @@ if [ -n "${DASHRANK_FUZZ_TOOLCHAIN:-}" ]; then
 else
   export RUSTC_BOOTSTRAP=1
 fi
-if ! command -v cargo-fuzz >/dev/null; then
-  echo "== installing cargo-fuzz (crates.io)"
-  cargo install cargo-fuzz --locked --quiet
-fi
+bash scripts/tools.sh cargo-fuzz
 
 all=$(cd fuzz && cargo fuzz list)
 [ ${#targets[@]} -gt 0 ] || read -r -a targets <<< "$(echo $all)"
@@ -71,16 +71,20 @@ one=()
 # Known upstream leak in ort-tract (see ffi-examples/lsan.supp); anything else fails the run.
 export LSAN_OPTIONS="suppressions=$PWD/ffi-examples/lsan.supp:print_suppressions=0${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 mkdir -p fuzz/logs
-failed=()
-printf '%-16s %12s %8s %8s %8s  %s\n' target executions exec/s cov ft result
-for t in "${targets[@]}"; do
-  log=fuzz/logs/$t.log
+# One target's run: its log in fuzz/logs/TARGET.log, its table row in TARGET.row and "ok" or
+# "failed" in TARGET.status.
+run_target() {
+  local t=$1 log=fuzz/logs/$1.log lock rc execs speed cov ft result status=failed
+  rm -f "fuzz/logs/$t.row" "fuzz/logs/$t.status"
   # One run per target at a time: a second run would write into the first one's log.
   if command -v flock >/dev/null; then
     exec {lock}>"fuzz/logs/$t.lock"
     if ! flock -n "$lock"; then
-      echo "error: another scripts/fuzz.sh run of $t is still running (it holds fuzz/logs/$t.lock); wait for it to exit" >&2
-      failed+=("$t"); exec {lock}>&-; continue
+      printf '%-16s %12s %8s %8s %8s  %s\n' "$t" - - - - \
+        "another scripts/fuzz.sh run of $t holds fuzz/logs/$t.lock; wait for it to exit" \
+        > "fuzz/logs/$t.row"
+      echo failed > "fuzz/logs/$t.status"
+      return
     fi
   fi
   set +e
@@ -94,14 +98,28 @@ for t in "${targets[@]}"; do
   cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
   ft=$( (grep -o 'ft: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
   if [ $rc -eq 0 ]; then
-    result=ok
+    result=ok; status=ok
   elif grep -q 'libFuzzer: run interrupted' "$log" && ! grep -qE '^==[0-9]+== *ERROR|^SUMMARY|panicked at' "$log"; then
-    result="interrupted (SIGINT; executions so far above)"; failed+=("$t")
+    result="interrupted (SIGINT; executions so far above)"
   else
-    result="CRASH (see $log, fuzz/artifacts/$t/)"; failed+=("$t")
+    result="CRASH (see $log, fuzz/artifacts/$t/)"
   fi
-  printf '%-16s %12s %8s %8s %8s  %s\n' "$t" "${execs:-?}" "${speed:-?}" "${cov:-?}" "${ft:-?}" "$result"
-  [ -n "${lock:-}" ] && exec {lock}>&-
+  printf '%-16s %12s %8s %8s %8s  %s\n' "$t" "${execs:-?}" "${speed:-?}" "${cov:-?}" "${ft:-?}" "$result" \
+    > "fuzz/logs/$t.row"
+  echo "$status" > "fuzz/logs/$t.status"
+}
+
+# Up to --jobs targets at a time (each libFuzzer process uses one core).
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_target "$t" &
+done
+wait
+failed=()
+printf '%-16s %12s %8s %8s %8s  %s\n' target executions exec/s cov ft result
+for t in "${targets[@]}"; do
+  cat "fuzz/logs/$t.row" 2>/dev/null || printf '%-16s  no result (see fuzz/logs/%s.log)\n' "$t" "$t"
+  [ "$(cat "fuzz/logs/$t.status" 2>/dev/null)" = ok ] || failed+=("$t")
 done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "error: fuzz targets crashed or were interrupted: ${failed[*]}" >&2

@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
 # Regenerates include/dashrank.h from src/ffi/ with cbindgen (pinned version, installed from
-# crates.io into ~/.cargo/bin when missing). `--check` fails if the committed header is stale.
+# crates.io into ~/.cargo/bin by scripts/tools.sh when missing). `--check` fails if the
+# committed header is stale.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CBINDGEN_VERSION=0.29.4
-if ! command -v cbindgen >/dev/null || [ "$(cbindgen --version | awk '{print $2}')" != "$CBINDGEN_VERSION" ]; then
-  echo "== installing cbindgen $CBINDGEN_VERSION (crates.io)"
-  cargo install cbindgen --locked --version "$CBINDGEN_VERSION" --quiet
-fi
+bash scripts/tools.sh cbindgen
 out=include/dashrank.h
 if [ "${1:-}" = "--check" ]; then
   tmp=$(mktemp)
