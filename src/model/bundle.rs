@@ -66,6 +66,11 @@ pub(crate) struct BundleFile {
     pub bytes: Vec<u8>,
     /// SHA-256 of `bytes`, lowercase hex (checked against the manifest).
     pub sha256: String,
+    /// The float initializers (FLOAT, FLOAT16, DOUBLE) converted to f32 once, at decode, by
+    /// their index in the graph's initializer list (`None` for other data types). The
+    /// finiteness check, the weights hashes, the featurizer spec and the native importer all
+    /// read these instead of converting the same tensors again.
+    floats: Vec<Option<TensorSpec>>,
 }
 
 impl BundleFile {
@@ -112,9 +117,11 @@ impl BundleFile {
             proto,
             bytes,
             sha256,
+            floats: Vec::new(),
         };
         file.require("dashrank.family")?;
-        file.check_initializers_finite()?;
+        let mut file = file;
+        file.floats = file.convert_float_initializers()?;
         Ok(file)
     }
 
@@ -136,12 +143,18 @@ impl BundleFile {
         self.proto.graph.as_ref().unwrap_or_else(|| unreachable!())
     }
 
-    fn check_initializers_finite(&self) -> Result<()> {
-        for t in &self.graph().initializer {
-            if matches!(
-                t.data_type,
-                data_type::FLOAT | data_type::FLOAT16 | data_type::DOUBLE
-            ) {
+    /// Converts every float initializer to f32 and checks that its values are finite.
+    fn convert_float_initializers(&self) -> Result<Vec<Option<TensorSpec>>> {
+        self.graph()
+            .initializer
+            .iter()
+            .map(|t| {
+                if !matches!(
+                    t.data_type,
+                    data_type::FLOAT | data_type::FLOAT16 | data_type::DOUBLE
+                ) {
+                    return Ok(None);
+                }
                 let spec = tensor_to_f32(t, &self.origin)?;
                 if let Some(pos) = spec.data.iter().position(|v| !v.is_finite()) {
                     return Err(Error::bundle(
@@ -149,9 +162,20 @@ impl BundleFile {
                         format!("non-finite weight {} at flat index {pos}", spec.data[pos]),
                     ));
                 }
-            }
-        }
-        Ok(())
+                Ok(Some(spec))
+            })
+            .collect()
+    }
+
+    /// The float initializer at `index` of the graph's initializer list, converted to f32
+    /// (`None` for other data types).
+    pub(crate) fn float_initializer(&self, index: usize) -> Option<&TensorSpec> {
+        self.floats.get(index).and_then(Option::as_ref)
+    }
+
+    /// Every float initializer, converted to f32, in the graph's order.
+    pub(crate) fn float_initializers(&self) -> impl Iterator<Item = &TensorSpec> {
+        self.floats.iter().flatten()
     }
 
     /// Checks that the graph's inputs and outputs are exactly the given names (in any order).
@@ -203,8 +227,12 @@ impl BundleFile {
     pub(crate) fn featurizer_spec(&self) -> Result<GraphSpec> {
         let g = self.graph();
         let mut initializers = BTreeMap::new();
-        for t in &g.initializer {
-            let spec = tensor_to_f32(t, &self.origin)?;
+        for (i, t) in g.initializer.iter().enumerate() {
+            let spec = match self.float_initializer(i) {
+                Some(spec) => spec.clone(),
+                // Not a float tensor: the conversion reports why.
+                None => tensor_to_f32(t, &self.origin)?,
+            };
             initializers.insert(spec.name.clone(), spec);
         }
         let init_names: Vec<&String> = initializers.keys().collect();

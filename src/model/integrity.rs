@@ -28,8 +28,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::bundle::{tensor_to_f32, Bundle, BundleFile};
-use super::onnx_proto::{data_type, TensorProto};
+use super::bundle::{Bundle, BundleFile};
 use crate::error::{Error, Result};
 use crate::featurize::spec::TensorSpec;
 
@@ -154,43 +153,40 @@ impl WeightsHash {
 
     /// Adds a section: the float initializers of `file` whose names start with `prefix`.
     fn section(&mut self, tag: &str, file: &BundleFile, prefix: &str) -> Result<()> {
-        let mut tensors: Vec<&TensorProto> = file
-            .proto
-            .graph
-            .iter()
-            .flat_map(|g| g.initializer.iter())
-            .filter(|t| {
-                matches!(
-                    t.data_type,
-                    data_type::FLOAT | data_type::FLOAT16 | data_type::DOUBLE
-                ) && t.name.starts_with(prefix)
-            })
+        let mut tensors: Vec<&TensorSpec> = file
+            .float_initializers()
+            .filter(|t| t.name.starts_with(prefix))
             .collect();
         tensors.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-        let specs = tensors
-            .into_iter()
-            .map(|t| tensor_to_f32(t, &file.origin))
-            .collect::<Result<Vec<_>>>()?;
-        self.tensors(tag, &specs)
+        self.tensors(tag, &tensors)
     }
 
     /// Adds a section of tensors, in the order given.
-    fn tensors(&mut self, tag: &str, tensors: &[TensorSpec]) -> Result<()> {
+    fn tensors<T: std::borrow::Borrow<TensorSpec>>(
+        &mut self,
+        tag: &str,
+        tensors: &[T],
+    ) -> Result<()> {
         self.u32(tag.len())?;
         self.0.update(tag.as_bytes());
         self.u32(tensors.len())?;
+        // The values' little-endian bytes, fed to the hasher a block at a time.
+        let mut buf = Vec::with_capacity(4096);
         for spec in tensors {
+            let spec = spec.borrow();
             self.u32(spec.name.len())?;
             self.0.update(spec.name.as_bytes());
             self.u32(spec.dims.len())?;
             for &d in &spec.dims {
                 self.0.update((d as u64).to_le_bytes());
             }
-            let mut buf = Vec::with_capacity(spec.data.len() * 4);
-            for v in &spec.data {
-                buf.extend_from_slice(&v.to_le_bytes());
+            for block in spec.data.chunks(1024) {
+                buf.clear();
+                for v in block {
+                    buf.extend_from_slice(&v.to_le_bytes());
+                }
+                self.0.update(&buf);
             }
-            self.0.update(&buf);
         }
         Ok(())
     }

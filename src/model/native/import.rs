@@ -51,8 +51,14 @@ pub(crate) fn import(file: &BundleFile, inputs: &[(&str, usize)]) -> Result<Impo
         graph: Graph::default(),
         syms: HashMap::new(),
     };
-    for t in &g.initializer {
-        let sym = imp.constant(t)?;
+    for (i, t) in g.initializer.iter().enumerate() {
+        let sym = match file.float_initializer(i) {
+            Some(spec) => Sym::Float {
+                dims: spec.dims.clone(),
+                data: spec.data.clone(),
+            },
+            None => imp.constant(t)?,
+        };
         imp.syms.insert(t.name.clone(), sym);
     }
     for (name, width) in inputs {
