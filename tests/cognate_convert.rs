@@ -1,8 +1,9 @@
 //! COGNATE checkpoint round trip: state dicts written in PyTorch's zip layout (numpy only) from
 //! seeded weights of the papers' architecture (full size), converted by
 //! `python -m dashrank_onnx.convert_cognate`, loaded here with the default options and scored
-//! over each head's schedule space on the real matrices, against the numpy reference computed
-//! from the original weights (never from the converted files).
+//! over each head's schedule space on the real matrices (bundle `b` on the smaller six, see
+//! [`B_MAX_NNZ`]), against the numpy reference computed from the original weights (never
+//! from the converted files).
 //!
 //! Expected values: `target/golden/cognate/golden.json`, written by scripts/test.sh with
 //! `python -m dashrank_onnx.cognate_roundtrip` (see onnx/COGNATE_CHECKPOINTS.md). Bundle `a`
@@ -60,6 +61,12 @@ fn compare(what: &str, got: &[f32], want: &[f32], rtol: f64, vec_rtol: f64) -> f
     worst
 }
 
+/// Bundle `b` runs on the real matrices of at most this many nonzeros (six of the eleven; the
+/// five larger ones take four fifths of the featurizer's time). Its featurizer has `a`'s
+/// weights under other names, and what it adds to `a` (the name mapping, the 53-column mapper,
+/// the predictor's input order) is exercised the same way by every matrix.
+const B_MAX_NNZ: usize = 250_000;
+
 #[test]
 fn converted_cognate_bundles_match_the_reference_on_real_matrices() {
     let Some(g) = golden() else { return };
@@ -92,10 +99,14 @@ fn converted_cognate_bundles_match_the_reference_on_real_matrices() {
         let integrity = &model.info().integrity;
         assert_eq!(integrity.files.len(), 2 + 2 * heads.len());
         assert!(integrity.provenance_overrides.is_empty());
-        let (mut worst_e, mut worst_s, mut candidates) = (0.0f64, 0.0f64, 0usize);
+        let (mut worst_e, mut worst_s, mut candidates, mut used) = (0.0f64, 0.0f64, 0usize, 0);
         for m in matrices {
             let name = m["name"].as_str().unwrap();
             let pattern = CsrPattern::read_waco_csr(m["file"].as_str().unwrap()).unwrap();
+            if variant == "b" && pattern.nnz() > B_MAX_NNZ {
+                continue;
+            }
+            used += 1;
             let emb = model.embed_matrix(&pattern).unwrap();
             worst_e = worst_e.max(compare(
                 &format!("{variant} {name} matrix embedding"),
@@ -134,10 +145,15 @@ fn converted_cognate_bundles_match_the_reference_on_real_matrices() {
                 candidates += lines.len();
             }
         }
+        if variant == "b" {
+            assert!(
+                used >= 5,
+                "bundle b: {used} matrices of at most {B_MAX_NNZ} nonzeros"
+            );
+        }
         eprintln!(
-            "bundle {variant}: {} matrices, {candidates} candidates; worst deviation / vector scale: \
-             matrix embedding {worst_e:.2e}, scores {worst_s:.2e}",
-            matrices.len()
+            "bundle {variant}: {used} matrices, {candidates} candidates; worst deviation / vector \
+             scale: matrix embedding {worst_e:.2e}, scores {worst_s:.2e}"
         );
     }
 }
