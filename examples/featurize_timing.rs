@@ -16,8 +16,9 @@
 //! `PATH`s are `.csr` files or directories of them (default `../shared/data/waco/matrices`).
 //! Prints, per matrix and thread count, the median wall time of `run_with_stats`, the least
 //! CPU time (user + system, from `/proc/self/stat`: less sensitive to other load), the
-//! dense-counted multiply-adds and the featurizer's peak charged memory, and checks that all
-//! thread counts give bit-identical features. Running time only depends on the sparsity
+//! dense-counted multiply-adds, the featurizer's peak charged memory and a digest of the
+//! features' bits (FNV-1a; compare it across builds to check that a change kept every bit),
+//! and checks that all thread counts give bit-identical features. Running time only depends on the sparsity
 //! structure and the graph shape, not on the weight values. With `DASHRANK_TRACE=1` it also
 //! prints the time of every featurizer step (the library's `log::trace!` records) to stderr;
 //! `DASHRANK_BAND_ENTRIES=N` sets `FeaturizeOptions::band_entries`.
@@ -255,8 +256,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10} {:>9} {:>8} {:>9}",
-        "matrix", "rows", "cols", "nnz", "thr", "time (ms)", "cpu (ms)", "GMAC", "peak MiB"
+        "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10} {:>9} {:>8} {:>9} {:>16}",
+        "matrix", "rows", "cols", "nnz", "thr", "time (ms)", "cpu (ms)", "GMAC", "peak MiB", "digest"
     );
     for path in files {
         let p = CsrPattern::read_waco_csr(&path)?;
@@ -265,12 +266,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for &t in &threads {
             let (ms, cpu, out, stats) = time_runs(&graph, &p, t, repeats)?;
             let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
+            let digest = bits.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
             match &first {
                 None => first = Some(bits),
                 Some(b) => assert_eq!(b, &bits, "thread counts disagree on {}", path.display()),
             }
             println!(
-                "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10.1} {:>9.0} {:>8.1} {:>9.1}",
+                "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10.1} {:>9.0} {:>8.1} {:>9.1} {:016x}",
                 name,
                 p.nrows(),
                 p.ncols(),
@@ -279,7 +283,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 ms,
                 cpu,
                 stats.dense_macs as f64 / 1e9,
-                stats.peak_bytes as f64 / (1 << 20) as f64
+                stats.peak_bytes as f64 / (1 << 20) as f64,
+                digest
             );
         }
     }
