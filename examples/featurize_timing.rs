@@ -257,7 +257,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!(
         "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10} {:>9} {:>8} {:>9} {:>16}",
-        "matrix", "rows", "cols", "nnz", "thr", "time (ms)", "cpu (ms)", "GMAC", "peak MiB", "digest"
+        "matrix",
+        "rows",
+        "cols",
+        "nnz",
+        "thr",
+        "time (ms)",
+        "cpu (ms)",
+        "GMAC",
+        "peak MiB",
+        "digest"
     );
     for path in files {
         let p = CsrPattern::read_waco_csr(&path)?;
