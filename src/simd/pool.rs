@@ -4,7 +4,10 @@
 //! Every operation here treats each channel as its own lane (no reduction across lanes), so
 //! the vector versions perform exactly the scalar operations and give the same bits. Each
 //! body is written once (`#[inline(always)]`) and compiled three times: plain, and inside a
-//! `#[target_feature]` function for AVX2 and for AVX-512, where LLVM vectorizes it.
+//! `#[target_feature]` function for AVX2 and for AVX-512, where LLVM vectorizes it. `relu`
+//! and `max_into` have their own AVX2 version, the same lane operations written with
+//! intrinsics, because LLVM compiles their selects into AVX2 masked stores there (slow on
+//! AMD Zen 3); `lanewise_kernels_agree_bit_for_bit` checks every level against the scalar one.
 //!
 //! Semantics (per lane):
 //!
