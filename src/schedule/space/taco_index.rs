@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
 use super::taco::{LevelFormat, SuperSchedule, TacoSpace};
 use super::{Kernel, MatrixShape, ScheduleSpace, ShapeStatuses, SpaceStatus};
@@ -28,6 +29,12 @@ pub(super) struct Layout {
     /// Configurations per allowed order: `flags × chunks`.
     pub inner: usize,
     pub len: usize,
+    /// Per order: its loop names as line tokens, each followed by a space.
+    pub order_text: Vec<String>,
+    /// Per order: the parallel loop and thread count tokens, each followed by a space.
+    pub par_text: Vec<String>,
+    /// Per chunk: its token.
+    pub chunk_text: Vec<String>,
 }
 
 /// One configuration's coordinates.
@@ -49,10 +56,38 @@ fn formats(bits: u8) -> [LevelFormat; 4] {
     })
 }
 
+/// Layouts of the spaces indexed most recently, at most [`LAYOUT_CACHE`]: building one takes
+/// about 2 ms (every permutation of the loop names is generated and checked), and per-index
+/// access (`config(i)` and `line(i)` from a top-k report, the C ABI or the TVM module) had
+/// paid it on every call, 5 ms per printed candidate. Keyed by the space's whole value, since
+/// its fields are public and may change between calls.
+static LAYOUTS: Mutex<Vec<(TacoSpace, Arc<Layout>)>> = Mutex::new(Vec::new());
+
+/// Most layouts kept (a WACO SpMM layout holds about 0.2 MB).
+const LAYOUT_CACHE: usize = 8;
+
 impl TacoSpace {
-    /// The block structure (a few thousand small vectors; built per call of the index
-    /// methods, in well under a millisecond).
-    pub(super) fn layout(&self) -> Layout {
+    /// The block structure, from [`LAYOUTS`] or built and kept there.
+    pub(super) fn layout(&self) -> Arc<Layout> {
+        // A poisoned lock only means another thread panicked while holding it: the cache then
+        // goes unused, never wrong.
+        if let Ok(cache) = LAYOUTS.lock() {
+            if let Some((_, layout)) = cache.iter().find(|(space, _)| space == self) {
+                return Arc::clone(layout);
+            }
+        }
+        let layout = Arc::new(self.build_layout());
+        if let Ok(mut cache) = LAYOUTS.lock() {
+            if cache.len() >= LAYOUT_CACHE {
+                cache.remove(0);
+            }
+            cache.push((self.clone(), Arc::clone(&layout)));
+        }
+        layout
+    }
+
+    /// The block structure (a few thousand small vectors).
+    fn build_layout(&self) -> Layout {
         let mut combos: Vec<Vec<u32>> = vec![Vec::new()];
         for list in &self.splits {
             combos = combos
@@ -90,6 +125,12 @@ impl TacoSpace {
             at += list.len() * inner;
             allowed.push(list);
         }
+        let order_text = orders.iter().map(|o| format!("{} ", o.join(" "))).collect();
+        let par_text = orders
+            .iter()
+            .map(|o| format!("{} {} ", self.par_index_for(o), self.threads))
+            .collect();
+        let chunk_text = self.chunks.iter().map(u32::to_string).collect();
         Layout {
             combos,
             orders,
@@ -98,6 +139,9 @@ impl TacoSpace {
             flags,
             inner,
             len: at,
+            order_text,
+            par_text,
+            chunk_text,
         }
     }
 }
@@ -152,17 +196,6 @@ impl TacoSpace {
         if range.start >= end {
             return;
         }
-        let order_text: Vec<String> = layout
-            .orders
-            .iter()
-            .map(|o| format!("{} ", o.join(" ")))
-            .collect();
-        let par_text: Vec<String> = layout
-            .orders
-            .iter()
-            .map(|o| format!("{} {} ", self.par_index_for(o), self.threads))
-            .collect();
-        let chunk_text: Vec<String> = self.chunks.iter().map(u32::to_string).collect();
         let mut split_text = String::new();
         let mut block = usize::MAX;
         out.reserve(end - range.start);
@@ -177,13 +210,13 @@ impl TacoSpace {
             }
             let mut line = String::with_capacity(48);
             line.push_str(&split_text);
-            line.push_str(&order_text[c.order]);
+            line.push_str(&layout.order_text[c.order]);
             for s in [3, 2, 1, 0] {
                 line.push(if c.flags >> s & 1 == 1 { '1' } else { '0' });
                 line.push(' ');
             }
-            line.push_str(&par_text[c.order]);
-            line.push_str(&chunk_text[c.chunk]);
+            line.push_str(&layout.par_text[c.order]);
+            line.push_str(&layout.chunk_text[c.chunk]);
             out.push(line);
         }
     }
@@ -299,6 +332,34 @@ mod tests {
             .collect();
         s.chunks = vec![1, 32];
         s
+    }
+
+    /// Cached layouts follow the space's value: a space changed after it was indexed, and
+    /// more distinct spaces than the cache keeps, still index like their enumeration.
+    #[test]
+    fn cached_layouts_follow_the_space() {
+        let shape = MatrixShape::new(1000, 1000, 5000);
+        let check = |space: &TacoSpace| {
+            let list = space.candidates(&shape);
+            let n = space.enumerate(&shape).len();
+            assert_eq!(space.len(), n);
+            for i in [0, n / 2, n - 1] {
+                let mut lines = Vec::new();
+                space.lines_fast(i..i + 1, &mut lines);
+                assert_eq!(lines, [list.items[i].line.clone()], "line #{i}");
+            }
+        };
+        let mut space = small(Kernel::SpMM);
+        check(&space);
+        space.chunks.push(64);
+        space.threads = 7;
+        check(&space);
+        for c in 1..=(LAYOUT_CACHE as u32 + 2) {
+            let mut s = small(Kernel::SDDMM);
+            s.chunks = vec![c];
+            check(&s);
+        }
+        check(&space);
     }
 
     /// The index methods agree with the plain enumeration, for every kernel and for shapes
