@@ -143,6 +143,17 @@ impl Coords {
                 let mut tmp: Vec<u32> = Vec::new();
                 for &(_, first, end) in gs {
                     let start = cols.len();
+                    if end - first == 2 {
+                        // Two rows (a stride-2 layer's usual case): one merge.
+                        merge2_dedup(
+                            &mut cols,
+                            &self.cols[self.row_range(first)],
+                            &self.cols[self.row_range(first + 1)],
+                            &snap,
+                        );
+                        counts.push(cols.len() - start);
+                        continue;
+                    }
                     // Snapping keeps each row sorted; merge the rows in turn.
                     push_dedup(
                         &mut cols,
@@ -190,6 +201,33 @@ fn push_dedup(out: &mut Vec<u32>, start: usize, vals: impl Iterator<Item = u32>)
     for v in vals {
         if out.len() == start || out[out.len() - 1] != v {
             out.push(v);
+        }
+    }
+}
+
+/// Appends the sorted union of the snapped values of the sorted `a` and `b` to `out`,
+/// without repeats (`snap` is monotone, so the snapped rows stay sorted). The merge step
+/// has no data-dependent branch but the repeat test.
+fn merge2_dedup(out: &mut Vec<u32>, a: &[u32], b: &[u32], snap: impl Fn(u32) -> u32) {
+    out.reserve(a.len() + b.len());
+    // Coordinates are below `i32::MAX`, so no snapped value equals the sentinel.
+    let mut last = u32::MAX;
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let (x, y) = (snap(a[i]), snap(b[j]));
+        let v = x.min(y);
+        i += usize::from(x <= y);
+        j += usize::from(y <= x);
+        if v != last {
+            out.push(v);
+            last = v;
+        }
+    }
+    for &c in a[i..].iter().chain(&b[j..]) {
+        let v = snap(c);
+        if v != last {
+            out.push(v);
+            last = v;
         }
     }
 }
