@@ -192,6 +192,20 @@ impl Coords {
         (coords, cells)
     }
 
+    /// Of the points of about 256 rows spread over `rows`, the share whose next point in
+    /// the row lies less than `gap` columns further: a cheap sign of structure (a banded or
+    /// clustered matrix has most of its points next to another; a graph-like one, few).
+    pub fn close_share(&self, rows: std::ops::Range<usize>, gap: u32) -> f64 {
+        let every = (rows.len() / 256).max(1);
+        let (mut close, mut points) = (0usize, 0usize);
+        for i in rows.step_by(every) {
+            let cols = &self.cols[self.row_range(i)];
+            points += cols.len();
+            close += cols.windows(2).filter(|w| w[1] - w[0] < gap).count();
+        }
+        close as f64 / points.max(1) as f64
+    }
+
     /// The runs of consecutive rows among `rows` that `snap` maps to one output row, as
     /// `(output row, first row index, end row index)`.
     fn row_groups(
@@ -566,6 +580,36 @@ mod tests {
                 level = out;
             }
         }
+    }
+
+    /// `close_share` tells a banded pattern from a scattered one.
+    #[test]
+    fn close_share_tells_structure() {
+        let n = 3000;
+        let rp: Vec<usize> = (0..=n).map(|i| 3 * i).collect();
+        let ci: Vec<u32> = (0..n)
+            .flat_map(|i| [i, i + 1, i + 2])
+            .map(|c| c as u32)
+            .collect();
+        let banded = Coords::from_pattern(&CsrPattern::new(n, n + 2, rp, ci).expect("valid"));
+        let all = 0..banded.rows.len();
+        assert!((banded.close_share(all.clone(), 2) - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(banded.close_share(all, 1), 0.0);
+        // Four columns per row drawn from 100 000 (a multiplicative hash of the entry).
+        let rp: Vec<usize> = (0..=n).map(|i| 4 * i).collect();
+        let ci: Vec<u32> = (0..n as u64)
+            .flat_map(|i| {
+                let mut row: Vec<u32> = (0..4u64)
+                    .map(|j| {
+                        ((i * 4 + j).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32 % 100_000
+                    })
+                    .collect();
+                row.sort_unstable();
+                row
+            })
+            .collect();
+        let scattered = Coords::from_pattern(&CsrPattern::new(n, 100_000, rp, ci).expect("valid"));
+        assert!(scattered.close_share(0..scattered.rows.len(), 2) < 0.01);
     }
 
     fn check_strided(c: &Coords, nrows: u32) {

@@ -124,8 +124,15 @@ impl<'m> Run<'_, 'm> {
         let y_slot = step.output;
         let started = Instant::now();
         // Cells let the neighbour search of a 3 × 3 stride-2 layer skip the points alone in
-        // their window (a constant input's keys are neighbour masks, found otherwise).
-        let with_cells = reach.has_cells() && !x.is_constant() && self.use_cells(si);
+        // their window (a constant input's keys are neighbour masks, found otherwise). They
+        // pay on scattered points only: not when a quarter of the input points have a
+        // neighbour in the next input column (a structured matrix, whose points share cells).
+        let with_cells = reach.has_cells()
+            && !x.is_constant()
+            && self.use_cells(si)
+            && x.coords
+                .close_share(x.coords.rows_between(start, end), 2 * reach.t_in as u32)
+                < 0.25;
         let (out, cells) = if reach.stride == 1 {
             (x.coords.copy_rows(x.coords.rows_between(start, end)), None)
         } else {
