@@ -123,97 +123,10 @@ impl Coords {
         }
     }
 
-    /// [`strided`](Self::strided) for a stride-2 layer (`t_out` a power of two, twice the
-    /// input stride), with the [`Cells`] of the output points.
-    pub fn strided_cells(&self, rows: std::ops::Range<usize>, t_out: u64) -> (Self, Cells) {
-        debug_assert!(t_out.is_power_of_two() && (2..=1 << 31).contains(&t_out));
-        let keep = !(t_out as u32 - 1);
-        let half = (t_out / 2) as u32;
-        let groups = self.row_groups(rows, |v| v & keep);
-        let parts: Vec<(CellsOut, Vec<usize>)> = groups
-            .par_chunks(256)
-            .map(|gs| {
-                let most = gs.iter().map(|g| self.points_of(g.1..g.2).len()).sum();
-                let mut o = CellsOut {
-                    cols: vec![0; most],
-                    count: vec![0; most],
-                    member: vec![0; most],
-                    kappa: vec![0; most],
-                    len: 0,
-                };
-                let mut counts = Vec::with_capacity(gs.len());
-                for &(row, first, end) in gs {
-                    debug_assert!(end - first <= 2, "a stride-2 cell spans two input rows");
-                    let start = o.len;
-                    let ra = self.row_range(first);
-                    let rb = if end - first == 2 {
-                        self.row_range(first + 1)
-                    } else {
-                        ra.end..ra.end
-                    };
-                    // Kernel row of each input row: 1 for the output row's own, 2 below it.
-                    let ir = |i: usize| 1 + u8::from(self.rows[i] != row);
-                    merge2_cells(
-                        &mut o,
-                        (&self.cols[ra.clone()], ra.start, ir(first)),
-                        (&self.cols[rb.clone()], rb.start, ir(end - 1)),
-                        keep,
-                        half,
-                    );
-                    counts.push(o.len - start);
-                }
-                (o, counts)
-            })
-            .collect();
-        let total = parts.iter().map(|p| p.0.len).sum();
-        let mut cols = Vec::with_capacity(total);
-        let mut cells = Cells {
-            t_out: t_out as u32,
-            count: Vec::with_capacity(total),
-            member: Vec::with_capacity(total),
-            kappa: Vec::with_capacity(total),
-        };
-        let mut row_start = Vec::with_capacity(groups.len() + 1);
-        row_start.push(0);
-        for (o, counts) in &parts {
-            cols.extend_from_slice(&o.cols[..o.len]);
-            cells.count.extend_from_slice(&o.count[..o.len]);
-            cells.member.extend_from_slice(&o.member[..o.len]);
-            cells.kappa.extend_from_slice(&o.kappa[..o.len]);
-            for &n in counts {
-                row_start.push(row_start[row_start.len() - 1] + n);
-            }
-        }
-        let coords = Self {
-            rows: groups.iter().map(|g| g.0).collect(),
-            row_start,
-            cols,
-        };
-        (coords, cells)
-    }
-
-    /// Of the points of about 256 rows spread over `rows`, the share whose next point in
-    /// the row lies less than `gap` columns further: a cheap sign of structure (a banded or
-    /// clustered matrix has most of its points next to another; a graph-like one, few).
-    pub fn close_share(&self, rows: std::ops::Range<usize>, gap: u32) -> f64 {
-        let every = (rows.len() / 256).max(1);
-        let (mut close, mut points) = (0usize, 0usize);
-        for i in rows.step_by(every) {
-            let cols = &self.cols[self.row_range(i)];
-            points += cols.len();
-            close += cols.windows(2).filter(|w| w[1] - w[0] < gap).count();
-        }
-        close as f64 / points.max(1) as f64
-    }
-
-    /// The runs of consecutive rows among `rows` that `snap` maps to one output row, as
-    /// `(output row, first row index, end row index)`.
-    fn row_groups(
-        &self,
-        rows: std::ops::Range<usize>,
-        snap: impl Fn(u32) -> u32,
-    ) -> Vec<(u32, usize, usize)> {
-        let mut groups: Vec<(u32, usize, usize)> = Vec::new();
+    /// [`strided`](Self::strided) with the coordinate map `snap`.
+    fn strided_by(&self, rows: std::ops::Range<usize>, snap: impl Fn(u32) -> u32 + Sync) -> Self {
+        // Groups of consecutive input rows that snap to the same output row.
+        let mut groups: Vec<(u32, usize, usize)> = Vec::new(); // (out row, first, end)
         for i in rows {
             let o = snap(self.rows[i]);
             match groups.last_mut() {
@@ -221,12 +134,6 @@ impl Coords {
                 _ => groups.push((o, i, i + 1)),
             }
         }
-        groups
-    }
-
-    /// [`strided`](Self::strided) with the coordinate map `snap`.
-    fn strided_by(&self, rows: std::ops::Range<usize>, snap: impl Fn(u32) -> u32 + Sync) -> Self {
-        let groups = self.row_groups(rows, &snap);
         // Per chunk of groups: the merged columns and each group's count.
         let parts: Vec<(Vec<u32>, Vec<usize>)> = groups
             .par_chunks(256)
@@ -287,76 +194,6 @@ impl Coords {
     }
 }
 
-/// What a stride-2 image knows about each output point's *cell* (the input positions
-/// `{R, R + t} × {C, C + t}` that snap to output point `(R, C)`, `t` the input stride): how
-/// many input points it holds and one of them, with that point's kernel index in the output
-/// point's 3 × 3 window (offsets `−t, 0, t`). Made by [`Coords::strided_cells`] alongside
-/// the coordinates, it lets the key phase skip the neighbour walk for points found alone in
-/// their window by [`Cells::lone`].
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Cells {
-    /// Output tensor stride.
-    pub t_out: u32,
-    /// Input points in each output point's cell (1 to 4).
-    pub count: Vec<u8>,
-    /// One input point of each cell (its index in the input coordinates).
-    pub member: Vec<u32>,
-    /// `κ = i_r + 3·i_c` of `member` in its output point's window (`i_r, i_c ∈ {1, 2}`).
-    pub kappa: Vec<u8>,
-}
-
-impl Cells {
-    /// Bytes held (for memory accounting).
-    pub fn bytes(&self) -> usize {
-        self.count.capacity() + self.kappa.capacity() + self.member.capacity() * 4
-    }
-
-    /// Sets `lone[i]` for the `i`-th point of `out`'s rows `rows` (whose cells these are)
-    /// when its 3 × 3 window holds exactly one input point, the cell's `member`, known
-    /// without a neighbour search: its cell holds one point, the cell to its
-    /// left holds none (no output point there) and neither do the two cells over the input
-    /// row above its window (output row `R − t_out` has no point at `C − t_out` or `C`).
-    /// Conservative: a point next to a cell whose points all lie outside its window is left
-    /// unmarked, and so is every point of `out`'s first row (the row above may belong to an
-    /// earlier band); unmarked points take the neighbour walk.
-    ///
-    /// Each row above is merged against its row below without a data-dependent branch.
-    pub fn lone(&self, out: &Coords, rows: std::ops::Range<usize>, lone: &mut Vec<bool>) {
-        let t_out = self.t_out;
-        let base = out.row_start[rows.start];
-        lone.clear();
-        lone.resize(out.row_start[rows.end] - base, false);
-        for ri in rows {
-            if ri == 0 {
-                continue;
-            }
-            let r = out.rows[ri];
-            let below = &out.cols[out.row_range(ri)];
-            let above: &[u32] = if r.checked_sub(t_out) == Some(out.rows[ri - 1]) {
-                &out.cols[out.row_range(ri - 1)]
-            } else {
-                &[]
-            };
-            let first = out.row_start[ri];
-            let (mut a, mut b) = (0usize, 0usize);
-            // Query `q = C − t_out` (saturated at 0, which only adds a false "occupied" for
-            // C = 0); the lower bound `f` of `q` in the row above is final when `b` moves on.
-            while b < below.len() {
-                let c = below[b];
-                let q = c.saturating_sub(t_out);
-                let f = above.get(a).copied().unwrap_or(u32::MAX);
-                let lt = f < q;
-                let covered = (f == q) | (f == c);
-                let left = b > 0 && below[b - 1] == q;
-                let p = first + b;
-                lone[p - base] = (self.count[p] == 1) & !covered & !left;
-                a += usize::from(lt);
-                b += usize::from(!lt);
-            }
-        }
-    }
-}
-
 /// Appends the sorted values `vals` to `out`, skipping repeats of the values appended since
 /// `start`.
 #[inline]
@@ -393,74 +230,6 @@ fn merge2_dedup(out: &mut Vec<u32>, a: &[u32], b: &[u32], snap: impl Fn(u32) -> 
             last = v;
         }
     }
-}
-
-/// Output of [`merge2_cells`]: the output columns and their [`Cells`] fields, written from
-/// `len` on into buffers sized for the most output points a chunk of groups can make.
-struct CellsOut {
-    cols: Vec<u32>,
-    count: Vec<u8>,
-    member: Vec<u32>,
-    kappa: Vec<u8>,
-    len: usize,
-}
-
-/// [`merge2_dedup`] of two input rows of one stride-2 output row, each given as
-/// `(columns, index of its first point, kernel row)`, snapping by `& keep`; also records
-/// the [`Cells`] of the output points (`half` is the input stride). As in `merge2_dedup`,
-/// the merge step has no data-dependent branch but the repeat test.
-fn merge2_cells(
-    o: &mut CellsOut,
-    (a, a_first, a_ir): (&[u32], usize, u8),
-    (b, b_first, b_ir): (&[u32], usize, u8),
-    keep: u32,
-    half: u32,
-) {
-    let kappa = |ir: u8, col: u32| ir + 3 + 3 * u8::from(col & half != 0);
-    // Output point `len - 1` is the current cell; its count grows in place.
-    let first = o.len;
-    let mut len = o.len;
-    // Coordinates are below `i32::MAX`, so no snapped value equals the sentinel.
-    let mut last = u32::MAX;
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        let (ca, cb) = (a[i], b[j]);
-        let (x, y) = (ca & keep, cb & keep);
-        let v = x.min(y);
-        let (ta, tb) = (x <= y, y <= x);
-        if v != last {
-            let (q, k) = if ta {
-                (a_first + i, kappa(a_ir, ca))
-            } else {
-                (b_first + j, kappa(b_ir, cb))
-            };
-            o.cols[len] = v;
-            o.member[len] = q as u32;
-            o.kappa[len] = k;
-            o.count[len] = 0;
-            len += 1;
-            last = v;
-        }
-        o.count[len - 1] += u8::from(ta) + u8::from(tb);
-        i += usize::from(ta);
-        j += usize::from(tb);
-    }
-    for (rest, at, ir) in [(&a[i..], a_first + i, a_ir), (&b[j..], b_first + j, b_ir)] {
-        for (q, &c) in (at..).zip(rest) {
-            let v = c & keep;
-            if v != last {
-                o.cols[len] = v;
-                o.member[len] = q as u32;
-                o.kappa[len] = kappa(ir, c);
-                o.count[len] = 0;
-                len += 1;
-                last = v;
-            }
-            o.count[len - 1] += 1;
-        }
-    }
-    debug_assert!(len > first || a.is_empty() && b.is_empty());
-    o.len = len;
 }
 
 /// Appends the merge of the sorted, repeat-free `a` and the sorted `b` to `out`, without
@@ -528,88 +297,6 @@ mod tests {
         for p in [random_pattern(3000, 6, 1), rmat(12, 12000, 2)] {
             check_strided(&Coords::from_pattern(&p), p.nrows() as u32);
         }
-    }
-
-    /// `strided_cells` gives `strided`'s coordinates, and every point `Cells::lone` marks
-    /// has exactly the one neighbour pair `(κ, member)` that the cursor walk finds; the cell
-    /// counts are the walk's pairs inside the cell. Over five stride-2 levels of a uniform
-    /// pattern (mostly lone points) and an R-MAT one (clustered), whole and split in bands.
-    #[test]
-    fn lone_points_match_the_walk() {
-        use crate::featurize::rulebook::{Geometry, Neighbours};
-        use crate::featurize::tests::{random_pattern, rmat};
-        for p in [random_pattern(40_000, 3, 7), rmat(14, 60_000, 3)] {
-            let mut level = Coords::from_pattern(&p);
-            for l in 1..=5u32 {
-                let (t_in, t_out) = (1u64 << (l - 1), 1u64 << l);
-                let all = 0..level.rows.len();
-                let (out, cells) = level.strided_cells(all.clone(), t_out);
-                assert_eq!(out, level.strided(all, t_out), "level {l}");
-                assert_eq!(cells.count.len(), out.len());
-                let mut lone = Vec::new();
-                // The whole set, then two bands (rows below and from the middle).
-                let mid = i64::from(out.rows[out.rows.len() / 2]);
-                for (lo, hi) in [(0, i64::MAX), (0, mid), (mid, i64::MAX)] {
-                    let band = level.strided_cells(level.rows_between(lo, hi), t_out);
-                    let (bo, bc) = (&band.0, &band.1);
-                    bc.lone(bo, 0..bo.rows.len(), &mut lone);
-                    let geom = Geometry::new(3, 1, t_in);
-                    let mut nb = Neighbours::new(&level, &geom);
-                    let (mut marked, mut alone) = (0, 0);
-                    for ri in 0..bo.rows.len() {
-                        nb.start_row(bo.rows[ri]);
-                        for q in bo.row_range(ri) {
-                            let pairs = nb.point(bo.cols[q]);
-                            // κ = i_r + 3·i_c; the cell is i_r, i_c ∈ {1, 2}.
-                            let in_cell = pairs.iter().filter(|&&(k, _)| k % 3 > 0 && k / 3 > 0);
-                            assert_eq!(in_cell.count(), usize::from(bc.count[q]), "level {l}");
-                            alone += usize::from(pairs.len() == 1);
-                            if lone[q] {
-                                marked += 1;
-                                let want = [(u32::from(bc.kappa[q]), bc.member[q])];
-                                assert_eq!(pairs, want, "level {l}, point {q}");
-                            }
-                        }
-                    }
-                    // Conservative, but it finds most lone points of these patterns.
-                    assert!(
-                        marked <= alone && 2 * marked >= alone,
-                        "level {l}: {marked} of {alone}"
-                    );
-                }
-                level = out;
-            }
-        }
-    }
-
-    /// `close_share` tells a banded pattern from a scattered one.
-    #[test]
-    fn close_share_tells_structure() {
-        let n = 3000;
-        let rp: Vec<usize> = (0..=n).map(|i| 3 * i).collect();
-        let ci: Vec<u32> = (0..n)
-            .flat_map(|i| [i, i + 1, i + 2])
-            .map(|c| c as u32)
-            .collect();
-        let banded = Coords::from_pattern(&CsrPattern::new(n, n + 2, rp, ci).expect("valid"));
-        let all = 0..banded.rows.len();
-        assert!((banded.close_share(all.clone(), 2) - 2.0 / 3.0).abs() < 1e-9);
-        assert_eq!(banded.close_share(all, 1), 0.0);
-        // Four columns per row drawn from 100 000 (a multiplicative hash of the entry).
-        let rp: Vec<usize> = (0..=n).map(|i| 4 * i).collect();
-        let ci: Vec<u32> = (0..n as u64)
-            .flat_map(|i| {
-                let mut row: Vec<u32> = (0..4u64)
-                    .map(|j| {
-                        ((i * 4 + j).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as u32 % 100_000
-                    })
-                    .collect();
-                row.sort_unstable();
-                row
-            })
-            .collect();
-        let scattered = Coords::from_pattern(&CsrPattern::new(n, 100_000, rp, ci).expect("valid"));
-        assert!(scattered.close_share(0..scattered.rows.len(), 2) < 0.01);
     }
 
     fn check_strided(c: &Coords, nrows: u32) {

@@ -49,16 +49,7 @@ pub struct FeaturizeStats {
     pub rows_computed: u64,
     /// Output points, over all stencils.
     pub points: u64,
-    /// Output points of 3 × 3 stride-2 convs found alone in their window from the cells of
-    /// the downsampled coordinates, without a neighbour search.
-    pub lone_points: u64,
 }
-
-/// Tests only: start every run with the cells of `Reach::has_cells` paused (results must
-/// not change; see `featurize::tests::identity`).
-#[cfg(test)]
-pub(crate) static CELLS_OFF: std::sync::atomic::AtomicBool =
-    std::sync::atomic::AtomicBool::new(false);
 
 /// One run.
 pub(crate) struct Run<'a, 'm> {
@@ -81,15 +72,6 @@ pub(crate) struct Run<'a, 'm> {
     pub(super) share: Vec<i32>,
     /// Per stencil step: the band in which `share` was last counted up.
     pub(super) share_band: Vec<usize>,
-    /// Per stencil step whose output can come with cells ([`Reach::has_cells`]): positive
-    /// while it does, negative for the number of steps left without (after a step that
-    /// found fewer than half its points alone, where making the cells costs more than the
-    /// searches they save).
-    ///
-    /// [`Reach::has_cells`]: super::ops::Reach::has_cells
-    pub(super) cells: Vec<i32>,
-    /// Per stencil step: output points made with cells, and those of them found alone.
-    pub(super) lone: Vec<(u64, u64)>,
     /// Per stencil step: seconds spent, rows computed, neighbour pairs.
     pub(super) times: Vec<(f64, u64, u64)>,
     /// Per stencil step, seconds per phase: coordinates, jobs, output table, rows and sums,
@@ -98,15 +80,6 @@ pub(crate) struct Run<'a, 'm> {
     pub(super) stats: FeaturizeStats,
     /// Bytes of output rows per direct-path call of a step (see [`Run::run_steps`]).
     pub(super) chunk_bytes: usize,
-}
-
-/// The initial state of [`Run::cells`]: on, unless a test paused the cells for good.
-fn cells_at_start() -> i32 {
-    #[cfg(test)]
-    if CELLS_OFF.load(std::sync::atomic::Ordering::Relaxed) {
-        return i32::MIN;
-    }
-    1
 }
 
 /// "Every row": the end of the last band.
@@ -135,8 +108,6 @@ impl<'a, 'm> Run<'a, 'm> {
             next_row: vec![0; plan.stencils.len()],
             share: vec![1; plan.stencils.len()],
             share_band: vec![usize::MAX; plan.stencils.len()],
-            cells: vec![cells_at_start(); plan.stencils.len()],
-            lone: vec![(0, 0); plan.stencils.len()],
             sums: (0..n)
                 .map(|s| plan.pooled[s].then(|| TreeSum::new(plan.channels(s), 0)))
                 .collect(),
@@ -179,27 +150,20 @@ impl<'a, 'm> Run<'a, 'm> {
                 self.stats.band_entries,
                 self.k.level
             );
-            for (((st, &(t, rows, pairs)), ph), &(with_cells, alone)) in self
-                .plan
-                .stencils
-                .iter()
-                .zip(&self.times)
-                .zip(&self.phases)
-                .zip(&self.lone)
+            for ((st, &(t, rows, pairs)), ph) in
+                self.plan.stencils.iter().zip(&self.times).zip(&self.phases)
             {
                 let p = ph.map(|t| t * 1e3);
                 log::trace!(
-                    "featurizer step '{}' ({}): {:.3} ms, {} points, {} rows computed, {} pairs, \
-                     {} of {} points with cells alone; ms in coordinates {:.1}, jobs {:.1}, \
-                     tables {:.1}, rows and sums {:.1}, windows {:.1}, halos {:.1}",
+                    "featurizer step '{}' ({}): {:.3} ms, {} points, {} rows computed, {} pairs; \
+                     ms in coordinates {:.1}, jobs {:.1}, tables {:.1}, rows and sums {:.1}, \
+                     windows {:.1}, halos {:.1}",
                     st.name,
                     st.op.op_type(),
                     t * 1e3,
                     self.points[st.output],
                     rows,
                     pairs,
-                    alone,
-                    with_cells,
                     p[0],
                     p[1],
                     p[2],

@@ -18,7 +18,7 @@
 
 use std::ops::Range;
 
-use super::coords::{Cells, Coords};
+use super::coords::Coords;
 use super::masks::{mask_kappas, mask_of_list, MaskGeometry, MaskScanner};
 use super::rulebook::{Geometry, Neighbours};
 use super::window::Window;
@@ -134,8 +134,6 @@ pub(crate) struct Phase {
     pub point_job: Vec<u32>,
     /// Neighbour pairs over all points.
     pub point_pairs: u64,
-    /// Points found alone in their window by [`Cells::lone`].
-    pub lone: u64,
 }
 
 impl Phase {
@@ -174,10 +172,7 @@ pub(crate) fn expand_masks(list: TaskJobs, k: u32) -> TaskJobs {
 
 /// Builds the jobs of the output rows `rows` of `out` (a band's output coordinates) over
 /// `input`. `masks` is the bitmap layout to use for a constant input, if any; with
-/// `share = false` no key is looked up and every point gets its own job. `cells` (the
-/// output points' [`Cells`], for a 3 × 3 stride-2 layer) lets the points that
-/// [`Cells::lone`] finds alone in their window skip the neighbour walk: their one pair is
-/// their cell's member, the pair the walk would find.
+/// `share = false` no key is looked up and every point gets its own job.
 pub(crate) fn task_jobs(
     input: &Window<'_>,
     out: &Coords,
@@ -185,7 +180,6 @@ pub(crate) fn task_jobs(
     geom: &Geometry,
     masks: Option<&MaskGeometry>,
     share: bool,
-    cells: Option<&Cells>,
 ) -> Phase {
     let n = out.points_of(rows.clone()).len();
     let mut ph = Phase {
@@ -193,7 +187,6 @@ pub(crate) fn task_jobs(
         unique: TaskJobs::new(),
         point_job: Vec::with_capacity(n),
         point_pairs: 0,
-        lone: 0,
     };
     let k = geom.k as u32;
     if input.is_constant() && geom.k * geom.k <= 64 {
@@ -253,34 +246,15 @@ pub(crate) fn task_jobs(
     let mut index = Index::with_capacity(if share { n } else { 0 });
     let mut nb = Neighbours::new(&input.coords, geom);
     let mut key: Vec<(u32, u32)> = Vec::with_capacity(geom.volume());
-    let mut lone = Vec::new();
-    if let Some(c) = cells {
-        c.lone(out, rows.clone(), &mut lone);
-    }
-    let base = out.row_start[rows.start];
     for ri in rows {
-        let mut walking = false;
+        nb.start_row(out.rows[ri]);
         for p in out.row_range(ri) {
             key.clear();
             let mut all_shared = share;
-            match cells {
-                Some(c) if lone[p - base] => {
-                    let id = input.ids[c.member[p] as usize];
-                    all_shared &= input.shared[id as usize];
-                    key.push((u32::from(c.kappa[p]), id));
-                    ph.lone += 1;
-                }
-                _ => {
-                    if !walking {
-                        nb.start_row(out.rows[ri]);
-                        walking = true;
-                    }
-                    for &(kappa, q) in nb.point(out.cols[p]) {
-                        let id = input.ids[q as usize];
-                        all_shared &= input.shared[id as usize];
-                        key.push((kappa, id));
-                    }
-                }
+            for &(kappa, q) in nb.point(out.cols[p]) {
+                let id = input.ids[q as usize];
+                all_shared &= input.shared[id as usize];
+                key.push((kappa, id));
             }
             ph.point_pairs += key.len() as u64;
             if all_shared {

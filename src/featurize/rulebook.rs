@@ -8,9 +8,6 @@
 //! output row's columns left to right with one monotone cursor per kernel row, so each
 //! output point costs `O(k²)` comparisons. Work is split into [`tasks`] of whole output rows
 //! that depend only on the output coordinates and the layer (never on the thread count).
-//! A 3 × 3 stride-2 layer skips the walk for the points that the cells of its downsampled
-//! coordinates show alone in their window (`coords::Cells::lone`): most points of the early
-//! layers of an unstructured matrix.
 
 use super::coords::Coords;
 

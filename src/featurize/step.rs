@@ -15,7 +15,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 use super::band::share;
-use super::coords::{Cells, Coords};
+use super::coords::Coords;
 use super::exec::{Run, ALL};
 use super::jobs::{expand_masks, task_jobs, Phase};
 use super::masks::MaskGeometry;
@@ -123,18 +123,8 @@ impl<'m> Run<'_, 'm> {
         let reach = op.reach();
         let y_slot = step.output;
         let started = Instant::now();
-        // Cells let the neighbour search of a 3 × 3 stride-2 layer skip the points alone in
-        // their window (a constant input's keys are neighbour masks, found otherwise). They
-        // pay on scattered points only: not when a quarter of the input points have a
-        // neighbour in the next input column (a structured matrix, whose points share cells).
-        let with_cells = reach.has_cells()
-            && !x.is_constant()
-            && self.use_cells(si)
-            && x.coords
-                .close_share(x.coords.rows_between(start, end), 2 * reach.t_in as u32)
-                < 0.25;
-        let (out, cells) = if reach.stride == 1 {
-            (x.coords.copy_rows(x.coords.rows_between(start, end)), None)
+        let out = if reach.stride == 1 {
+            x.coords.copy_rows(x.coords.rows_between(start, end))
         } else {
             let t_out = reach.t_out as i64;
             let in_end = if end == ALL {
@@ -142,13 +132,8 @@ impl<'m> Run<'_, 'm> {
             } else {
                 align_up(end, t_out)
             };
-            let rows = x.coords.rows_between(start, in_end);
-            if with_cells {
-                let (out, cells) = x.coords.strided_cells(rows, reach.t_out);
-                (out, Some(cells))
-            } else {
-                (x.coords.strided(rows, reach.t_out), None)
-            }
+            x.coords
+                .strided(x.coords.rows_between(start, in_end), reach.t_out)
         };
         self.next_row[si] = next;
         self.final_to[y_slot] = next;
@@ -156,22 +141,20 @@ impl<'m> Run<'_, 'm> {
             return Ok(());
         }
         let node = step.name.as_str();
-        let _coord_charge = self.mem.charge(
-            out.bytes() + cells.as_ref().map_or(0, Cells::bytes),
-            node,
-            "the output coordinates of a band",
-        )?;
+        let _coord_charge =
+            self.mem
+                .charge(out.bytes(), node, "the output coordinates of a band")?;
         self.phases[si][0] += started.elapsed().as_secs_f64();
         let halo = self.take(y_slot)?;
         let (window, sums) = if shared {
-            self.shared_rows(si, x, &out, cells.as_ref(), halo)?
+            self.shared_rows(si, x, &out, halo)?
         } else {
             // Counted once per band, however many chunks the band takes.
             if self.share_band[si] != self.stats.bands {
                 self.share_band[si] = self.stats.bands;
                 self.share[si] += 1;
             }
-            self.direct_rows(si, x, &out, cells.as_ref(), halo)?
+            self.direct_rows(si, x, &out, halo)?
         };
         let k = self.k;
         if let Some(total) = &mut self.sums[y_slot] {
@@ -245,7 +228,6 @@ impl<'m> Run<'_, 'm> {
         si: usize,
         x: &Window<'m>,
         out: &Coords,
-        cells: Option<&Cells>,
         halo: Window<'m>,
     ) -> Result<(Window<'m>, Vec<TreeSum>)> {
         let plan = self.plan;
@@ -265,12 +247,12 @@ impl<'m> Run<'_, 'm> {
         }
         let (k, t_y, pooled) = (self.k, plan.stride(step.output), plan.pooled[step.output]);
         let g = grain(out.len());
-        let parts: Vec<((u64, u64), Option<TreeSum>)> = tasks
+        let parts: Vec<(u64, Option<TreeSum>)> = tasks
             .par_iter()
             .zip(slices)
             .with_min_len(g)
             .map(|(rows, dst)| {
-                let pairs = op.compute_direct(x, out, cells, rows.clone(), dst, k);
+                let pairs = op.compute_direct(x, out, rows.clone(), dst, k);
                 let sums = pooled.then(|| {
                     let ids: Vec<u32> = (0..dst.len() / c.max(1)).map(|i| i as u32).collect();
                     task_sums(out, rows.clone(), dst, &ids, c, t_y, k)
@@ -278,10 +260,7 @@ impl<'m> Run<'_, 'm> {
                 (pairs, sums)
             })
             .collect();
-        let pairs: u64 = parts.iter().map(|p| p.0 .0).sum();
-        if cells.is_some() {
-            self.note_lone(si, parts.iter().map(|p| p.0 .1).sum(), out.len());
-        }
+        let pairs: u64 = parts.iter().map(|p| p.0).sum();
         self.count(si, op, out.len(), pairs);
         self.phases[si][3] += started.elapsed().as_secs_f64();
         let window = self.assemble(
@@ -293,27 +272,6 @@ impl<'m> Run<'_, 'm> {
             charge,
         );
         Ok((window, parts.into_iter().filter_map(|p| p.1).collect()))
-    }
-
-    /// Whether step `si` makes its output coordinates with cells this time (see
-    /// [`Run::cells`](super::exec::Run)); counts a step made without them.
-    fn use_cells(&mut self, si: usize) -> bool {
-        if self.cells[si] > 0 {
-            return true;
-        }
-        self.cells[si] += 1;
-        false
-    }
-
-    /// After a step of `points` output points made with cells, of which `lone` were found
-    /// alone: pauses the cells for 8 steps when fewer than half were.
-    fn note_lone(&mut self, si: usize, lone: u64, points: usize) {
-        self.lone[si].0 += points as u64;
-        self.lone[si].1 += lone;
-        self.stats.lone_points += lone;
-        if 2 * lone < points as u64 {
-            self.cells[si] = -8;
-        }
     }
 
     /// Records a band step's figures.
@@ -330,7 +288,6 @@ impl<'m> Run<'_, 'm> {
         si: usize,
         x: &Window<'m>,
         out: &Coords,
-        cells: Option<&Cells>,
         halo: Window<'m>,
     ) -> Result<(Window<'m>, Vec<TreeSum>)> {
         let plan = self.plan;
@@ -355,15 +312,9 @@ impl<'m> Run<'_, 'm> {
         let jobs: Vec<Phase> = tasks
             .par_iter()
             .with_min_len(g)
-            .map(|rows| {
-                let geom = &reach.geom;
-                task_jobs(x, out, rows.clone(), geom, masks.as_ref(), true, cells)
-            })
+            .map(|rows| task_jobs(x, out, rows.clone(), &reach.geom, masks.as_ref(), true))
             .collect();
         let pairs: u64 = jobs.iter().map(|p| p.point_pairs).sum();
-        if cells.is_some() {
-            self.note_lone(si, jobs.iter().map(|p| p.lone).sum(), out.len());
-        }
         let keyed_points: u64 = jobs
             .iter()
             .map(|p| p.keyed.uses.iter().map(|&u| u64::from(u)).sum::<u64>())

@@ -31,7 +31,7 @@ pub(crate) use build::{out_stride, window_attrs, BuildCtx, Built};
 
 use std::ops::Range;
 
-use super::coords::{Cells, Coords};
+use super::coords::Coords;
 use super::jobs::{task_jobs, TaskJobs};
 use super::rulebook::Geometry;
 use super::window::Window;
@@ -122,20 +122,6 @@ impl Reach {
     pub fn reach_back(&self) -> i64 {
         self.geom.offsets.first().copied().unwrap_or(0).min(0)
     }
-
-    /// Whether the output coordinates can be made with their [`Cells`]
-    /// ([`Coords::strided_cells`]): a 3 × 3 window of offsets `−t, 0, t` at stride 2 and
-    /// power-of-two tensor strides, WACO's downsampling convs. Points alone in their window
-    /// are then found without a neighbour search ([`Cells::lone`]).
-    pub fn has_cells(&self) -> bool {
-        self.stride == 2
-            && self.t_out == 2 * self.t_in
-            && self.t_out.is_power_of_two()
-            && self.t_out <= 1 << 31
-            && self.geom.k == 3
-            && self.geom.step == self.t_in
-            && self.geom.offsets.first() == Some(&-(self.t_in as i64))
-    }
 }
 
 /// A sparse → sparse node computed row band by row band.
@@ -204,20 +190,17 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
     );
     /// Computes one row per output point of the output rows `rows` of `out` into `dst`
     /// (`[points, cout]`, point order), every receptive field treated as distinct, exactly
-    /// as [`compute`](Self::compute) would; returns the number of neighbour pairs and of
-    /// points found alone. The input must not be constant. `cells`, when given, are `out`'s
-    /// [`Cells`] (see [`Reach::has_cells`]): the points they find alone need no neighbour
-    /// search.
+    /// as [`compute`](Self::compute) would; returns the number of neighbour pairs. The input
+    /// must not be constant.
     fn compute_direct(
         &self,
         input: &Window<'_>,
         out: &Coords,
-        cells: Option<&Cells>,
         rows: Range<usize>,
         dst: &mut [f32],
         k: &Kernels,
-    ) -> (u64, u64) {
-        direct_by_jobs(self, input, out, cells, rows, dst, k)
+    ) -> u64 {
+        direct_by_jobs(self, input, out, rows, dst, k)
     }
 }
 
@@ -276,14 +259,13 @@ fn direct_by_jobs<S: Stencil + ?Sized>(
     s: &S,
     input: &Window<'_>,
     out: &Coords,
-    cells: Option<&Cells>,
     rows: Range<usize>,
     dst: &mut [f32],
     k: &Kernels,
-) -> (u64, u64) {
-    let ph = task_jobs(input, out, rows, &s.reach().geom, None, false, cells);
+) -> u64 {
+    let ph = task_jobs(input, out, rows, &s.reach().geom, None, false);
     s.compute(&Part::whole(&ph.unique), input, None, dst, k);
-    (ph.point_pairs, ph.lone)
+    ph.point_pairs
 }
 
 /// A dense → dense node, run once after all row bands.

@@ -26,7 +26,7 @@ use super::{
 use crate::error::Result;
 use std::ops::Range;
 
-use crate::featurize::coords::{Cells, Coords};
+use crate::featurize::coords::Coords;
 use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
 use crate::featurize::rulebook::Neighbours;
@@ -218,41 +218,22 @@ impl Stencil for SparseConv {
         &self,
         input: &Window<'_>,
         out: &Coords,
-        cells: Option<&Cells>,
         rows: Range<usize>,
         dst: &mut [f32],
         k: &Kernels,
-    ) -> (u64, u64) {
+    ) -> u64 {
         let cout = self.cout;
         let mut sc = Scratch::new(self.reach.geom.volume(), cout);
         let mut nb = Neighbours::new(&input.coords, &self.reach.geom);
-        let (mut pairs, mut alone, mut o, mut first) = (0u64, 0u64, 0usize, 0usize);
+        let (mut pairs, mut o, mut first) = (0u64, 0usize, 0usize);
         let base = out.row_start[rows.start];
-        let mut lone = Vec::new();
-        if let Some(c) = cells {
-            c.lone(out, rows.clone(), &mut lone);
-        }
         for ri in rows {
-            let mut walking = false;
+            nb.start_row(out.rows[ri]);
             for p in out.row_range(ri) {
-                match cells {
-                    Some(c) if lone[p - base] => {
-                        let id = input.ids[c.member[p] as usize];
-                        sc.buckets[usize::from(c.kappa[p])].push((o as u32, id, u32::MAX));
-                        pairs += 1;
-                        alone += 1;
-                    }
-                    _ => {
-                        if !walking {
-                            nb.start_row(out.rows[ri]);
-                            walking = true;
-                        }
-                        for &(kappa, q) in nb.point(out.cols[p]) {
-                            let id = input.ids[q as usize];
-                            sc.buckets[kappa as usize].push((o as u32, id, u32::MAX));
-                            pairs += 1;
-                        }
-                    }
+                for &(kappa, q) in nb.point(out.cols[p]) {
+                    let id = input.ids[q as usize];
+                    sc.buckets[kappa as usize].push((o as u32, id, u32::MAX));
+                    pairs += 1;
                 }
                 o += 1;
                 if o == sc.tile_n || p + 1 - base == dst.len() / cout {
@@ -263,7 +244,7 @@ impl Stencil for SparseConv {
                 }
             }
         }
-        (pairs, alone)
+        pairs
     }
 }
 

@@ -57,40 +57,6 @@ fn waco_like_is_bit_identical_everywhere() {
     );
 }
 
-/// The cells of the 3 × 3 stride-2 convs (`Cells::lone`) only skip neighbour searches:
-/// runs with them paused give the same bits, on a sparse pattern whose points are mostly
-/// alone and on a clustered one, in one band and in many.
-#[test]
-fn lone_points_change_no_bit() {
-    use crate::featurize::exec::CELLS_OFF;
-    use std::sync::atomic::Ordering;
-    let sparse = random_pattern(20_000, 2, 11);
-    let clustered = rmat(13, 30_000, 12);
-    for (p, spec) in [
-        (&sparse, waco_like(8, 6, 13)),
-        (&clustered, waco_like(16, 7, 14)),
-    ] {
-        let g = FeaturizerGraph::from_spec(&spec).expect("valid");
-        for band in [Some(usize::MAX), Some(2000)] {
-            let o = FeaturizeOptions {
-                threads: Some(2),
-                band_entries: band,
-                ..Default::default()
-            };
-            // Tests run side by side: another run may see the switch too, which is harmless
-            // (its results must not change either).
-            let (with, s) = g.run_with_stats(p, &o).expect("runs");
-            CELLS_OFF.store(true, Ordering::Relaxed);
-            let without = g.run_with_stats(p, &o);
-            CELLS_OFF.store(false, Ordering::Relaxed);
-            let (without, s_off) = without.expect("runs");
-            assert!(s.lone_points > s.points / 10, "{s:?}");
-            assert_eq!(s_off.lone_points, 0);
-            assert_eq!(bits(&with), bits(&without), "band {band:?}");
-        }
-    }
-}
-
 /// Steps on the direct path split into chunks of as little as one point per call (see
 /// `exec::Run::run_steps`) give the one-band, unchunked result.
 #[test]
