@@ -19,9 +19,10 @@
 use std::ops::Range;
 
 use super::coords::Coords;
-use super::masks::{mask_kappas, mask_of_list, MaskGeometry, MaskScanner};
+use super::masks::{mask_kappas, MaskGeometry, MaskScanner};
 use super::rulebook::{Geometry, Neighbours};
 use super::window::Window;
+use crate::simd::SimdLevel;
 
 /// A list of jobs: their neighbour pairs, how many points use each, and for the ones whose
 /// products repeat, their product slots.
@@ -172,7 +173,8 @@ pub(crate) fn expand_masks(list: TaskJobs, k: u32) -> TaskJobs {
 
 /// Builds the jobs of the output rows `rows` of `out` (a band's output coordinates) over
 /// `input`. `masks` is the bitmap layout to use for a constant input, if any; with
-/// `share = false` no key is looked up and every point gets its own job.
+/// `share = false` no key is looked up and every point gets its own job. `level` is the
+/// instruction-set level of the neighbour search.
 pub(crate) fn task_jobs(
     input: &Window<'_>,
     out: &Coords,
@@ -180,6 +182,7 @@ pub(crate) fn task_jobs(
     geom: &Geometry,
     masks: Option<&MaskGeometry>,
     share: bool,
+    level: SimdLevel,
 ) -> Phase {
     let n = out.points_of(rows.clone()).len();
     let mut ph = Phase {
@@ -188,7 +191,6 @@ pub(crate) fn task_jobs(
         point_job: Vec::with_capacity(n),
         point_pairs: 0,
     };
-    let k = geom.k as u32;
     if input.is_constant() && geom.k * geom.k <= 64 {
         // The key is the neighbour mask, kept as two pseudo-pairs until `expand_masks` (the
         // job's pairs then all read row 0).
@@ -230,12 +232,10 @@ pub(crate) fn task_jobs(
                 }
             }
         } else {
-            let mut nb = Neighbours::new(&input.coords, geom);
+            let mut nb = Neighbours::new(&input.coords, geom, level);
             for ri in rows {
                 nb.start_row(out.rows[ri]);
-                for p in out.row_range(ri) {
-                    once(mask_of_list(nb.point(out.cols[p]), k), &mut ph);
-                }
+                nb.each_mask(&out.cols[out.row_range(ri)], |_, mask| once(mask, &mut ph));
             }
         }
         return ph;
@@ -244,14 +244,14 @@ pub(crate) fn task_jobs(
     ph.unique.starts.reserve(n);
     ph.unique.uses.reserve(n);
     let mut index = Index::with_capacity(if share { n } else { 0 });
-    let mut nb = Neighbours::new(&input.coords, geom);
+    let mut nb = Neighbours::new(&input.coords, geom, level);
     let mut key: Vec<(u32, u32)> = Vec::with_capacity(geom.volume());
     for ri in rows {
         nb.start_row(out.rows[ri]);
-        for p in out.row_range(ri) {
+        nb.each_point(&out.cols[out.row_range(ri)], |_, list| {
             key.clear();
             let mut all_shared = share;
-            for &(kappa, q) in nb.point(out.cols[p]) {
+            for &(kappa, q) in list {
                 let id = input.ids[q as usize];
                 all_shared &= input.shared[id as usize];
                 key.push((kappa, id));
@@ -271,7 +271,7 @@ pub(crate) fn task_jobs(
                 let j = ph.unique.push_job(key.iter().copied(), 1);
                 ph.point_job.push(j);
             }
-        }
+        });
     }
     ph
 }

@@ -8,6 +8,7 @@
 
 use super::coords::Coords;
 use super::rulebook::{Geometry, Neighbours};
+use crate::simd::SimdLevel;
 
 /// Mask bit of kernel index `kappa`.
 #[inline]
@@ -92,7 +93,7 @@ pub(crate) struct MaskScanner<'a> {
 impl<'a> MaskScanner<'a> {
     pub fn new(input: &'a Coords, geom: &'a Geometry, g: &'a MaskGeometry) -> Self {
         Self {
-            nb: Neighbours::new(input, geom),
+            nb: Neighbours::new(input, geom, SimdLevel::Scalar),
             input,
             g,
             k: geom.k,
@@ -205,7 +206,7 @@ mod tests {
             let geom = Geometry::new(k, dilation, 1);
             let g = MaskGeometry::new(&geom, 1, u64::from(ncols)).expect("layout");
             let mut scan = MaskScanner::new(&input, &geom, &g);
-            let mut nb = Neighbours::new(&input, &geom);
+            let mut nb = Neighbours::new(&input, &geom, SimdLevel::Scalar);
             let mut checked = 0;
             // Ascending output rows, skipping some, including rows past the input's last.
             for row in (0..nrows as u32 + 4).filter(|r| r % 5 != 1) {

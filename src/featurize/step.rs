@@ -312,7 +312,17 @@ impl<'m> Run<'_, 'm> {
         let jobs: Vec<Phase> = tasks
             .par_iter()
             .with_min_len(g)
-            .map(|rows| task_jobs(x, out, rows.clone(), &reach.geom, masks.as_ref(), true))
+            .map(|rows| {
+                task_jobs(
+                    x,
+                    out,
+                    rows.clone(),
+                    &reach.geom,
+                    masks.as_ref(),
+                    true,
+                    k.level,
+                )
+            })
             .collect();
         let pairs: u64 = jobs.iter().map(|p| p.point_pairs).sum();
         let keyed_points: u64 = jobs

@@ -25,6 +25,7 @@
 pub(crate) mod conv;
 pub(crate) mod kernels;
 pub(crate) mod pool;
+pub(crate) mod scan;
 
 use std::fmt;
 use std::str::FromStr;
@@ -142,9 +143,11 @@ impl FromStr for SimdLevel {
 #[cfg(target_arch = "x86_64")]
 fn detect_cpu() -> SimdLevel {
     use std::arch::is_x86_feature_detected as has;
-    if has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") && has!("fma") {
+    // POPCNT comes with every AVX2 CPU; the column searches (`scan`) use it.
+    let base = has!("fma") && has!("popcnt");
+    if base && has!("avx512f") && has!("avx512bw") && has!("avx512dq") && has!("avx512vl") {
         SimdLevel::Avx512
-    } else if has!("avx2") && has!("fma") {
+    } else if base && has!("avx2") {
         SimdLevel::Avx2
     } else {
         SimdLevel::Scalar

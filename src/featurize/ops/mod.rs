@@ -263,7 +263,7 @@ fn direct_by_jobs<S: Stencil + ?Sized>(
     dst: &mut [f32],
     k: &Kernels,
 ) -> u64 {
-    let ph = task_jobs(input, out, rows, &s.reach().geom, None, false);
+    let ph = task_jobs(input, out, rows, &s.reach().geom, None, false, k.level);
     s.compute(&Part::whole(&ph.unique), input, None, dst, k);
     ph.point_pairs
 }

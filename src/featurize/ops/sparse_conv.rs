@@ -224,25 +224,25 @@ impl Stencil for SparseConv {
     ) -> u64 {
         let cout = self.cout;
         let mut sc = Scratch::new(self.reach.geom.volume(), cout);
-        let mut nb = Neighbours::new(&input.coords, &self.reach.geom);
+        let mut nb = Neighbours::new(&input.coords, &self.reach.geom, k.level);
         let (mut pairs, mut o, mut first) = (0u64, 0usize, 0usize);
-        let base = out.row_start[rows.start];
+        let total = dst.len() / cout;
         for ri in rows {
             nb.start_row(out.rows[ri]);
-            for p in out.row_range(ri) {
-                for &(kappa, q) in nb.point(out.cols[p]) {
+            nb.each_point(&out.cols[out.row_range(ri)], |_, list| {
+                for &(kappa, q) in list {
                     let id = input.ids[q as usize];
                     sc.buckets[kappa as usize].push((o as u32, id, u32::MAX));
-                    pairs += 1;
                 }
+                pairs += list.len() as u64;
                 o += 1;
-                if o == sc.tile_n || p + 1 - base == dst.len() / cout {
+                if o == sc.tile_n || first + o == total {
                     let tile = &mut dst[first * cout..(first + o) * cout];
                     self.tile(&mut sc, tile, input, None, &[], k);
                     first += o;
                     o = 0;
                 }
-            }
+            });
         }
         pairs
     }

@@ -91,7 +91,7 @@ pub(super) fn apply(
     let cout = op.cout();
     let mut feats = Vec::new();
     for rows in tasks(&out, TASK_POINTS) {
-        let mut ph = task_jobs(&x, &out, rows, &reach.geom, None, true);
+        let mut ph = task_jobs(&x, &out, rows, &reach.geom, None, true, level);
         let mut lists = [ph.keyed, ph.unique];
         let mut rows_out = Vec::new();
         for l in &mut lists {
