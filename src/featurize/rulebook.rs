@@ -398,6 +398,7 @@ unsafe fn search_blocks_avx512<const K: usize, const PAIRS: bool>(
         let lanes = (u32::MAX >> (32 - block.len())) as u16;
         let mut buf = [0u32; 16];
         buf[..block.len()].copy_from_slice(block);
+        let bounds = (block[0] as i32 + a0, block[block.len() - 1] as i32 + a0);
         let mut masks = [0u32; 16];
         let mut firsts = [[0u32; 16]; K];
         // SAFETY: AVX-512 F (caller contract); `buf` and the outputs hold 16 lanes; cursor
@@ -411,13 +412,15 @@ unsafe fn search_blocks_avx512<const K: usize, const PAIRS: bool>(
             let mut mask = _mm512_setzero_si512();
             for cursor in nb.cursors.iter_mut() {
                 let (ir, pos, end) = *cursor;
-                let (_, first, bits) = window_block16(&all[..end], pos, lo, lanes, span, shift);
+                let row = &all[..end];
+                let (next, first, bits) =
+                    window_block16::<PAIRS>(row, pos, lo, bounds, lanes, span, shift);
                 let at = _mm_cvtsi32_si128((ir as usize * K) as i32);
                 mask = _mm512_or_si512(mask, _mm512_sll_epi32(bits, at));
-                let firsts = &mut firsts[ir as usize];
-                _mm512_storeu_si512(firsts.as_mut_ptr().cast(), first);
-                // Every column before the last window's first is left of the next block.
-                cursor.1 = firsts[block.len() - 1] as usize;
+                if PAIRS {
+                    _mm512_storeu_si512(firsts[ir as usize].as_mut_ptr().cast(), first);
+                }
+                cursor.1 = next;
             }
             _mm512_storeu_si512(masks.as_mut_ptr().cast(), mask);
         }

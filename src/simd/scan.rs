@@ -27,34 +27,33 @@ mod x86 {
 
     /// One kernel row's part of 16 output windows at once: lanes `lanes` of `lo` hold the
     /// windows' first columns `lo_j` (ascending, as `i32`; a window is `[lo_j, lo_j + span]`),
-    /// and the columns of `row` from `from` on are scanned once, up to the last window's end,
-    /// each compared with all 16 windows. Returns the index where the scan started (the first
-    /// column at or after `lo_0`), per lane the index of the row's first column `≥ lo_j`, and
-    /// per lane the occupancy bits of the window: bit `(c − lo_j) >> shift` for every column
-    /// `c` inside it. Columns before `from` must be left of `lo_0`.
+    /// `lo_min` and `lo_max` are the first and last lane's, and the columns of `row` from
+    /// `from` on are scanned once, up to the last window's end, each compared with all 16
+    /// windows. Returns the index of the first column `≥ lo_max` (a valid `from` for the next
+    /// block), per lane the occupancy bits of the window (bit `(c − lo_j) >> shift` for every
+    /// column `c` inside it) and, with `FIRSTS`, per lane the index of the row's first column
+    /// `≥ lo_j` (zero lanes without). Columns before `from` must be left of `lo_min`.
     ///
     /// # Safety
     ///
     /// AVX-512 F available; `from ≤ row.len() < 2^32`; columns at most `i32::MAX`; `lo` ascends
-    /// over `lanes` (a non-empty prefix of the 16 lanes) and `lo_j + span` fits `i32`, with
+    /// over `lanes` (a non-empty prefix of the 16 lanes), `lo_j + span` fits `i32`, with
     /// `lo_j ≥ −2^30` and `span < 2^30`.
     #[target_feature(enable = "avx512f,popcnt")]
     #[inline]
-    pub(crate) unsafe fn window_block16(
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn window_block16<const FIRSTS: bool>(
         row: &[u32],
         from: usize,
         lo: __m512i,
+        (lo_min, lo_max): (i32, i32),
         lanes: u16,
         span: u32,
         shift: u32,
     ) -> (usize, __m512i, __m512i) {
-        let mut buf = [0i32; 16];
-        // SAFETY: `buf` holds 16 lanes.
-        unsafe { _mm512_storeu_si512(buf.as_mut_ptr().cast(), lo) };
-        let last = 15 - lanes.leading_zeros() as usize;
-        let hi_max = i64::from(buf[last]) + i64::from(span);
+        let hi_max = i64::from(lo_max) + i64::from(span);
         // The caller's cursor is usually a few columns left of the first window.
-        let floor = buf[0].max(0) as u32;
+        let floor = lo_min.max(0) as u32;
         let mut start = from;
         while start < row.len() && row[start] < floor {
             start += 1;
@@ -64,22 +63,31 @@ mod x86 {
         let count = _mm_cvtsi32_si128(shift as i32);
         let mut below = _mm512_setzero_si512();
         let mut bits = _mm512_setzero_si512();
+        let mut next = start;
         let mut i = start;
         while i < row.len() && i64::from(row[i]) <= hi_max {
-            let y = _mm512_set1_epi32(row[i] as i32);
+            let c = row[i];
+            next += usize::from((c as i32) < lo_max);
+            let y = _mm512_set1_epi32(c as i32);
             // `y − lo_j` as unsigned: the distance into window `j`, or above `span` (wrapped)
             // when the column is left of it.
             let d = _mm512_sub_epi32(y, lo);
             let inside = _mm512_mask_cmple_epu32_mask(lanes, d, width);
             let bit = _mm512_sllv_epi32(ones, _mm512_srl_epi32(d, count));
             bits = _mm512_mask_or_epi32(bits, inside, bits, bit);
-            let left = _mm512_mask_cmplt_epi32_mask(lanes, y, lo);
-            below = _mm512_mask_add_epi32(below, left, below, ones);
+            if FIRSTS {
+                let left = _mm512_mask_cmplt_epi32_mask(lanes, y, lo);
+                below = _mm512_mask_add_epi32(below, left, below, ones);
+            }
             i += 1;
         }
         // Indices are below 2^32: the lane sum wraps like `u32`.
-        let first = _mm512_add_epi32(below, _mm512_set1_epi32(start as u32 as i32));
-        (start, first, bits)
+        let first = if FIRSTS {
+            _mm512_add_epi32(below, _mm512_set1_epi32(start as u32 as i32))
+        } else {
+            below
+        };
+        (next, first, bits)
     }
 }
 
@@ -101,9 +109,19 @@ mod tests {
         // bounds of `window_block16`.
         unsafe {
             let v = _mm512_loadu_si512(buf.as_ptr().cast());
-            let (_, f, b) = window_block16(row, from, v, lanes, span, shift);
+            let bounds = (lo[0], lo[lo.len() - 1]);
+            let (next, f, b) = window_block16::<true>(row, from, v, bounds, lanes, span, shift);
+            let (_, _, b2) = window_block16::<false>(row, from, v, bounds, lanes, span, shift);
+            assert_eq!(
+                next,
+                row.partition_point(|&c| (c as i32) < bounds.1),
+                "next cursor"
+            );
             _mm512_storeu_si512(first.as_mut_ptr().cast(), f);
             _mm512_storeu_si512(bits.as_mut_ptr().cast(), b);
+            let mut bits2 = [0u32; 16];
+            _mm512_storeu_si512(bits2.as_mut_ptr().cast(), b2);
+            assert_eq!(bits, bits2, "masks without first indices");
         }
         (first[..lo.len()].to_vec(), bits[..lo.len()].to_vec())
     }
