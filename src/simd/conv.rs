@@ -149,6 +149,21 @@ mod x86 {
         }
     }
 
+    /// Asks for the first cache lines (up to 256 bytes) of the input rows `from..from + n`
+    /// (those that exist) while the current group computes: the rows are gathered from
+    /// anywhere in the input table, so the hardware prefetchers cannot guess them.
+    #[inline(always)]
+    fn prefetch_rows(xs: &[&[f32]], from: usize, n: usize, cin: usize) {
+        let bytes = (cin * 4).min(256);
+        for x in xs.iter().skip(from).take(n) {
+            let p = x.as_ptr().cast::<i8>();
+            for off in (0..bytes).step_by(64) {
+                // SAFETY: `off < 4·cin`, inside the row; prefetching never faults.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(off)) };
+            }
+        }
+    }
+
     // === AVX-512 ===
 
     /// # Safety
@@ -159,6 +174,7 @@ mod x86 {
         let mut first = 0;
         while first < a.xs.len() {
             let m = (a.xs.len() - first).min(MR_AVX512);
+            prefetch_rows(a.xs, first + m, MR_AVX512, cin);
             // SAFETY (all arms): forwarded caller contract; rows `first..first + m` exist.
             unsafe {
                 match m {

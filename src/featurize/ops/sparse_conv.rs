@@ -33,6 +33,7 @@ use crate::featurize::rulebook::Neighbours;
 use crate::featurize::window::Window;
 use crate::simd::conv::{GemmArgs, FRESH};
 use crate::simd::kernels::Kernels;
+use crate::simd::prefetch_row;
 
 /// A validated sparse convolution layer.
 #[derive(Debug, Clone)]
@@ -232,6 +233,8 @@ impl Stencil for SparseConv {
             nb.each_point(&out.cols[out.row_range(ri)], |_, list| {
                 for &(kappa, q) in list {
                     let id = input.ids[q as usize];
+                    // The tile's gemm reads the row once the tile's last point is found.
+                    prefetch_row(input.row(id));
                     sc.buckets[kappa as usize].push((o as u32, id, u32::MAX));
                 }
                 pairs += list.len() as u64;
