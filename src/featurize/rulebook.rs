@@ -251,7 +251,7 @@ impl<'a> Neighbours<'a> {
     /// [`each_point`](Self::each_point).
     pub fn each_mask(&mut self, cols: &[u32], mut f: impl FnMut(usize, u64)) {
         #[cfg(target_arch = "x86_64")]
-        if self.level == SimdLevel::Avx512 && blocks_fit(self.geom) {
+        if searches_in_blocks(self.geom, self.level) {
             for (c, chunk) in cols.chunks(SEARCH_CHUNK).enumerate() {
                 self.found.masks.clear();
                 // SAFETY: `new` lowered the level to what the CPU supports; `blocks_fit`.
@@ -271,7 +271,7 @@ impl<'a> Neighbours<'a> {
         self.found.pairs.clear();
         self.found.ends.clear();
         #[cfg(target_arch = "x86_64")]
-        if self.level == SimdLevel::Avx512 && blocks_fit(self.geom) {
+        if searches_in_blocks(self.geom, self.level) {
             // SAFETY: `new` lowered the level to what the CPU supports; `blocks_fit`.
             unsafe { pairs_avx512(self, cols) };
             return;
@@ -441,6 +441,14 @@ unsafe fn search_blocks_avx512<const K: usize, const PAIRS: bool>(
             found.ends.push(found.pairs.len() as u32);
         }
     }
+}
+
+/// Whether [`Neighbours`] of `level` find the neighbours of `geom` 16 points at a time
+/// (and hand out neighbour masks without building pair lists).
+pub(crate) fn searches_in_blocks(geom: &Geometry, level: SimdLevel) -> bool {
+    cfg!(target_arch = "x86_64")
+        && level.min(SimdLevel::detect()) == SimdLevel::Avx512
+        && blocks_fit(geom)
 }
 
 /// Whether [`search_blocks_avx512`] handles a geometry: dense, at most 5 offsets per axis
