@@ -27,6 +27,14 @@ use super::window::Window;
 use crate::error::Result;
 use crate::simd::kernels::Kernels;
 
+/// The rows of a band's points, relative to the band (see [`Run::assemble`]).
+enum BandIds<'a> {
+    /// Point `i` has band row `i` (the direct path).
+    Own,
+    /// Per task, its points' rows (the shared path).
+    Lists(&'a [Vec<u32>]),
+}
+
 /// The smallest multiple of `t` at or above `v` (`v ≥ 0`, saturating at [`ALL`]).
 fn align_up(v: i64, t: i64) -> i64 {
     match v.checked_add(t - 1) {
@@ -137,7 +145,8 @@ impl<'m> Run<'_, 'm> {
         };
         self.next_row[si] = next;
         self.final_to[y_slot] = next;
-        if out.len() == 0 {
+        let points = out.len();
+        if points == 0 {
             return Ok(());
         }
         let node = step.name.as_str();
@@ -147,14 +156,14 @@ impl<'m> Run<'_, 'm> {
         self.phases[si][0] += started.elapsed().as_secs_f64();
         let halo = self.take(y_slot)?;
         let (window, sums) = if shared {
-            self.shared_rows(si, x, &out, halo)?
+            self.shared_rows(si, x, out, halo)?
         } else {
             // Counted once per band, however many chunks the band takes.
             if self.share_band[si] != self.stats.bands {
                 self.share_band[si] = self.stats.bands;
                 self.share[si] += 1;
             }
-            self.direct_rows(si, x, &out, halo)?
+            self.direct_rows(si, x, out, halo)?
         };
         let k = self.k;
         if let Some(total) = &mut self.sums[y_slot] {
@@ -162,8 +171,8 @@ impl<'m> Run<'_, 'm> {
                 total.extend(part, k);
             }
         }
-        self.points[y_slot] += out.len() as u64;
-        self.stats.points += out.len() as u64;
+        self.points[y_slot] += points as u64;
+        self.stats.points += points as u64;
         self.windows[y_slot] = Some(window);
         Ok(())
     }
@@ -173,20 +182,32 @@ impl<'m> Run<'_, 'm> {
     fn assemble(
         &self,
         halo: Window<'m>,
-        out: &Coords,
+        out: Coords,
         table: Vec<f32>,
-        ids: impl Iterator<Item = u32>,
+        ids: BandIds<'_>,
         shared: impl Iterator<Item = bool>,
         charge: Charge<'m>,
     ) -> Window<'m> {
         let halo_rows = halo.table_rows() as u32;
-        let mut all_ids = Vec::with_capacity(halo.len() + out.len());
-        all_ids.extend_from_slice(&halo.ids);
-        all_ids.extend(ids.map(|r| r + halo_rows));
+        let mut all_ids = halo.ids;
+        all_ids.reserve(out.len());
+        match ids {
+            BandIds::Own => all_ids.extend(halo_rows..halo_rows + out.len() as u32),
+            BandIds::Lists(lists) => {
+                for l in lists {
+                    all_ids.extend(l.iter().map(|&r| r + halo_rows));
+                }
+            }
+        }
         let mut all_shared = halo.shared;
         all_shared.extend(shared);
-        let mut coords = halo.coords;
-        coords.append(out);
+        let coords = if halo.coords.len() == 0 && halo.coords.rows.is_empty() {
+            out
+        } else {
+            let mut coords = halo.coords;
+            coords.append(&out);
+            coords
+        };
         self.pool.give(halo.table);
         Window {
             coords,
@@ -227,9 +248,10 @@ impl<'m> Run<'_, 'm> {
         &mut self,
         si: usize,
         x: &Window<'m>,
-        out: &Coords,
+        owned: Coords,
         halo: Window<'m>,
     ) -> Result<(Window<'m>, Vec<TreeSum>)> {
+        let out = &owned;
         let plan = self.plan;
         let step = &plan.stencils[si];
         let (op, node) = (step.op.as_ref(), step.name.as_str());
@@ -263,12 +285,13 @@ impl<'m> Run<'_, 'm> {
         let pairs: u64 = parts.iter().map(|p| p.0).sum();
         self.count(si, op, out.len(), pairs);
         self.phases[si][3] += started.elapsed().as_secs_f64();
+        let n = out.len();
         let window = self.assemble(
             halo,
-            out,
+            owned,
             table,
-            0..out.len() as u32,
-            std::iter::repeat_n(false, out.len()),
+            BandIds::Own,
+            std::iter::repeat_n(false, n),
             charge,
         );
         Ok((window, parts.into_iter().filter_map(|p| p.1).collect()))
@@ -287,9 +310,10 @@ impl<'m> Run<'_, 'm> {
         &mut self,
         si: usize,
         x: &Window<'m>,
-        out: &Coords,
+        owned: Coords,
         halo: Window<'m>,
     ) -> Result<(Window<'m>, Vec<TreeSum>)> {
+        let out = &owned;
         let plan = self.plan;
         let step = &plan.stencils[si];
         let (op, node) = (step.op.as_ref(), step.name.as_str());
@@ -463,12 +487,12 @@ impl<'m> Run<'_, 'm> {
             Vec::new()
         };
         lap(&mut self.phases, 3);
-        let ids = band.point_rows.iter().flatten().copied();
         let shared = band
             .lists
             .iter()
             .flat_map(|l| l.uses.iter().map(|&u| u >= 2));
-        let window = self.assemble(halo, out, table, ids, shared, charge);
+        let ids = BandIds::Lists(&band.point_rows);
+        let window = self.assemble(halo, owned, table, ids, shared, charge);
         lap(&mut self.phases, 4);
         Ok((window, sums))
     }
