@@ -504,8 +504,20 @@ mod tests {
             }
             CsrPattern::new(n, n, rp, ci).expect("valid")
         };
+        // Columns up to the largest the pattern allows, where window ends pass `i32::MAX`.
+        let edge = {
+            let (n, top) = (60usize, i32::MAX as u32 - 1);
+            let mut rp = vec![0];
+            let mut ci = Vec::new();
+            for r in 0..n {
+                ci.extend((0..40u32).map(|i| top - 600 + i * 15 + (r as u32 * 7) % 13));
+                ci.push(top - (r as u32 % 3));
+                rp.push(ci.len());
+            }
+            CsrPattern::new(n, i32::MAX as usize, rp, ci).expect("valid")
+        };
         let mut checked = 0u64;
-        for p in [random_pattern(400, 5, 3), rmat(10, 6000, 4), banded] {
+        for p in [random_pattern(400, 5, 3), rmat(10, 6000, 4), banded, edge] {
             let mut input = Coords::from_pattern(&p);
             for t_in in [1u64, 2, 4] {
                 if t_in > 1 {

@@ -37,8 +37,9 @@ mod x86 {
     /// # Safety
     ///
     /// AVX-512 F available; `from ≤ row.len() < 2^32`; columns at most `i32::MAX`; `lo` ascends
-    /// over `lanes` (a non-empty prefix of the 16 lanes), `lo_j + span` fits `i32`, with
-    /// `lo_j ≥ −2^30` and `span < 2^30`.
+    /// over `lanes` (a non-empty prefix of the 16 lanes), with `lo_j ≥ −2^30` and
+    /// `span < 2^30` (so `c − lo_j` fits `u32` for every column; a window's end may pass
+    /// `i32::MAX`).
     #[target_feature(enable = "avx512f,popcnt")]
     #[inline]
     #[allow(clippy::too_many_arguments)]
