@@ -16,12 +16,12 @@ use rayon::prelude::*;
 
 use super::band::share;
 use super::coords::Coords;
-use super::exec::{Run, ALL};
+use super::exec::{Progress, Run, ALL};
 use super::jobs::{expand_masks, task_jobs, Phase};
 use super::masks::MaskGeometry;
 use super::memory::Charge;
 use super::ops::{Part, RowProducts, Stencil};
-use super::rulebook::{grain, searches_in_blocks, task_points, tasks, TASK_POINTS};
+use super::rulebook::{grain, searches_in_blocks, task_points, tasks, SERIAL_POINTS, TASK_POINTS};
 use super::tree_sum::TreeSum;
 use super::window::Window;
 use crate::error::Result;
@@ -83,9 +83,11 @@ fn chunk_end(x: &Window<'_>, start: i64, end: i64, points: usize, t_out: i64) ->
 
 impl<'m> Run<'_, 'm> {
     /// Computes the output rows of stencil step `si` that have become final, or on the
-    /// direct path a chunk of them (see [`Run::run_steps`]); returns whether final rows are
-    /// left for another call.
-    pub(super) fn step(&mut self, si: usize) -> Result<bool> {
+    /// direct path a chunk of them (see [`Run::run_steps`]); with `busy` (an earlier step
+    /// is still producing rows) a direct step whose final rows hold fewer than about
+    /// `2 · SERIAL_POINTS` output points (estimated from the layer's ratio of output to
+    /// input points so far) computes nothing and waits for more.
+    pub(super) fn step(&mut self, si: usize, busy: bool) -> Result<Progress> {
         let step = &self.plan.stencils[si];
         let reach = step.op.reach();
         let x_slot = step.input;
@@ -99,11 +101,26 @@ impl<'m> Run<'_, 'm> {
             (end, align_up(end.max(start), reach.t_out as i64))
         };
         if end <= start {
-            return Ok(false);
+            return Ok(Progress::Done);
         }
         let x = self.take(x_slot)?;
         // A constant input always shares (its keys are neighbour masks).
         let shared = x.is_constant() || (self.share[si] > 0 && x.shared.iter().any(|&s| s));
+        if !shared && busy {
+            // The final rows' output points, estimated from the layer's ratio so far.
+            let rows = x.coords.rows_between(start, end);
+            let input = x.coords.points_of(rows).len() as u64;
+            let (read, made) = (self.points[x_slot], self.points[step.output]);
+            let estimate = if made == 0 {
+                input
+            } else {
+                input * made / read.max(1)
+            };
+            if estimate < 2 * SERIAL_POINTS as u64 {
+                self.windows[x_slot] = Some(x);
+                return Ok(Progress::Waiting);
+            }
+        }
         let (end, next, left) = if shared {
             (end, next, false)
         } else {
@@ -112,7 +129,7 @@ impl<'m> Run<'_, 'm> {
         };
         let result = self.step_rows(si, &x, start, end, next, shared);
         self.windows[x_slot] = Some(x);
-        result.map(|()| left)
+        result.map(|()| if left { Progress::More } else { Progress::Done })
     }
 
     /// [`step`](Self::step) for the output rows in `[start, end)` of input window `x`.
