@@ -20,7 +20,7 @@ use std::ops::Range;
 
 use super::coords::Coords;
 use super::masks::{mask_kappas, MaskGeometry, MaskScanner};
-use super::rulebook::{Geometry, Neighbours};
+use super::rulebook::{Geometry, Neighbours, PairSink};
 use super::window::Window;
 use crate::simd::SimdLevel;
 
@@ -243,37 +243,68 @@ pub(crate) fn task_jobs(
     ph.unique.pairs.reserve(geom.k * n);
     ph.unique.starts.reserve(n);
     ph.unique.uses.reserve(n);
-    let mut index = Index::with_capacity(if share { n } else { 0 });
     let mut nb = Neighbours::new(&input.coords, geom, level);
-    let mut key: Vec<(u32, u32)> = Vec::with_capacity(geom.volume());
+    let mut keys = KeySink {
+        input,
+        share,
+        all_shared: share,
+        key: Vec::with_capacity(geom.volume()),
+        index: Index::with_capacity(if share { n } else { 0 }),
+        ph,
+    };
     for ri in rows {
         nb.start_row(out.rows[ri]);
-        nb.each_point(&out.cols[out.row_range(ri)], |_, list| {
-            key.clear();
-            let mut all_shared = share;
-            for &(kappa, q) in list {
-                let id = input.ids[q as usize];
-                all_shared &= input.shared[id as usize];
-                key.push((kappa, id));
-            }
-            ph.point_pairs += key.len() as u64;
-            if all_shared {
-                let h = hash_pairs(key.iter().copied());
-                let keyed = &ph.keyed;
-                let (j, new) = index.find(h, &keyed.hash, |j| keyed.pairs(j) == key.as_slice());
-                if new {
-                    ph.keyed.push_job(key.iter().copied(), 0);
-                    ph.keyed.hash.push(h);
-                }
-                ph.keyed.uses[j as usize] += 1;
-                ph.point_job.push(KEYED | j);
-            } else {
-                let j = ph.unique.push_job(key.iter().copied(), 1);
-                ph.point_job.push(j);
-            }
-        });
+        nb.each_point_into(&out.cols[out.row_range(ri)], &mut keys);
     }
-    ph
+    keys.ph
+}
+
+/// Phase A's pair sink for an input of computed rows: builds each point's key
+/// `(κ, input row id)` and finds its job.
+struct KeySink<'a, 'm> {
+    input: &'a Window<'m>,
+    /// Look keys up at all.
+    share: bool,
+    /// Every row of the current key is shared so far.
+    all_shared: bool,
+    /// The current point's key.
+    key: Vec<(u32, u32)>,
+    /// The task's keyed jobs by key hash.
+    index: Index,
+    ph: Phase,
+}
+
+impl PairSink for KeySink<'_, '_> {
+    #[inline]
+    fn pair(&mut self, kappa: u32, q: u32) {
+        let id = self.input.ids[q as usize];
+        self.all_shared &= self.input.shared[id as usize];
+        self.key.push((kappa, id));
+    }
+
+    #[inline]
+    fn end_point(&mut self) {
+        let (ph, key) = (&mut self.ph, &self.key);
+        ph.point_pairs += key.len() as u64;
+        if self.all_shared {
+            let h = hash_pairs(key.iter().copied());
+            let keyed = &ph.keyed;
+            let (j, new) = self
+                .index
+                .find(h, &keyed.hash, |j| keyed.pairs(j) == key.as_slice());
+            if new {
+                ph.keyed.push_job(key.iter().copied(), 0);
+                ph.keyed.hash.push(h);
+            }
+            ph.keyed.uses[j as usize] += 1;
+            ph.point_job.push(KEYED | j);
+        } else {
+            let j = ph.unique.push_job(key.iter().copied(), 1);
+            ph.point_job.push(j);
+        }
+        self.key.clear();
+        self.all_shared = self.share;
+    }
 }
 
 /// A `(κ, row)` pair as one `u64`.

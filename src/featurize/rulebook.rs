@@ -147,6 +147,15 @@ impl PointPairs {
     }
 }
 
+/// Receives the neighbour pairs of consecutive output points from
+/// [`Neighbours::each_point_into`].
+pub(crate) trait PairSink {
+    /// A `(κ, input point)` pair of the current point (in visiting order).
+    fn pair(&mut self, kappa: u32, q: u32);
+    /// The current point has all its pairs; later pairs belong to the next point.
+    fn end_point(&mut self);
+}
+
 /// Per-task scratch for neighbour search.
 pub(crate) struct Neighbours<'a> {
     input: &'a Coords,
@@ -245,6 +254,27 @@ impl<'a> Neighbours<'a> {
         }
     }
 
+    /// Hands the pairs of every output point at `cols` of the current row to `sink`: the
+    /// pairs of a point in visiting order, then [`PairSink::end_point`] (points in the order
+    /// of `cols`, same rules as [`each_point`](Self::each_point)). On the block search the
+    /// pairs go from the masks straight to the sink, without a list between them.
+    pub fn each_point_into<S: PairSink>(&mut self, cols: &[u32], sink: &mut S) {
+        #[cfg(target_arch = "x86_64")]
+        if searches_in_blocks(self.geom, self.level) {
+            for chunk in cols.chunks(SEARCH_CHUNK) {
+                // SAFETY: `new` lowered the level to what the CPU supports; `blocks_fit`.
+                unsafe { sink_avx512(self, chunk, sink) };
+            }
+            return;
+        }
+        self.each_point(cols, |_, list| {
+            for &(kappa, q) in list {
+                sink.pair(kappa, q);
+            }
+            sink.end_point();
+        });
+    }
+
     /// Calls `f(i, mask)` for every output point `i` at column `cols[i]` of the current row
     /// with its neighbour mask: bit `i_r·k + i_c` set when the input has a point at offset
     /// `(a_{i_r}, a_{i_c})` (the layout of `masks`); `k² ≤ 32`. Same order rules as
@@ -298,36 +328,51 @@ impl<'a> Neighbours<'a> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,popcnt")]
 unsafe fn pairs_avx512(nb: &mut Neighbours<'_>, cols: &[u32]) {
-    // SAFETY: forwarded.
-    unsafe {
-        match nb.geom.k {
-            1 => search_blocks_avx512::<1, true>(nb, cols),
-            2 => search_blocks_avx512::<2, true>(nb, cols),
-            3 => search_blocks_avx512::<3, true>(nb, cols),
-            4 => search_blocks_avx512::<4, true>(nb, cols),
-            _ => search_blocks_avx512::<5, true>(nb, cols),
+    let found = &mut nb.found;
+    let mut to_found = |n: usize, masks: &[u32; 16], firsts: &[[u32; 16]]| {
+        for (j, &m) in masks.iter().enumerate().take(n) {
+            decode_mask(m, j, firsts, nb.geom.k, |kappa, q| {
+                found.pairs.push((kappa, q))
+            });
+            found.ends.push(found.pairs.len() as u32);
         }
-    }
+    };
+    // SAFETY: forwarded.
+    unsafe { blocks_avx512::<true>(nb.input, nb.geom, &mut nb.cursors, cols, &mut to_found) }
+}
+
+/// The pairs of the points at `cols` into `sink`, on the AVX-512 level.
+///
+/// # Safety
+///
+/// The CPU supports AVX-512 F and POPCNT; `blocks_fit(&nb.geom)`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,popcnt")]
+unsafe fn sink_avx512<S: PairSink>(nb: &mut Neighbours<'_>, cols: &[u32], sink: &mut S) {
+    let k = nb.geom.k;
+    let mut to_sink = |n: usize, masks: &[u32; 16], firsts: &[[u32; 16]]| {
+        for (j, &m) in masks.iter().enumerate().take(n) {
+            decode_mask(m, j, firsts, k, |kappa, q| sink.pair(kappa, q));
+            sink.end_point();
+        }
+    };
+    // SAFETY: forwarded.
+    unsafe { blocks_avx512::<true>(nb.input, nb.geom, &mut nb.cursors, cols, &mut to_sink) }
 }
 
 /// The neighbour masks of the points at `cols` into `nb.found.masks`, on the AVX-512 level.
 ///
 /// # Safety
 ///
-/// The CPU supports AVX-512 F and POPCNT; `blocks_fit(&nb.geom)` and `nb.geom.k <= 5`.
+/// The CPU supports AVX-512 F and POPCNT; `blocks_fit(&nb.geom)`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,popcnt")]
 unsafe fn masks_avx512(nb: &mut Neighbours<'_>, cols: &[u32]) {
+    let masks_out = &mut nb.found.masks;
+    let mut to_masks =
+        |n: usize, masks: &[u32; 16], _: &[[u32; 16]]| masks_out.extend_from_slice(&masks[..n]);
     // SAFETY: forwarded.
-    unsafe {
-        match nb.geom.k {
-            1 => search_blocks_avx512::<1, false>(nb, cols),
-            2 => search_blocks_avx512::<2, false>(nb, cols),
-            3 => search_blocks_avx512::<3, false>(nb, cols),
-            4 => search_blocks_avx512::<4, false>(nb, cols),
-            _ => search_blocks_avx512::<5, false>(nb, cols),
-        }
-    }
+    unsafe { blocks_avx512::<false>(nb.input, nb.geom, &mut nb.cursors, cols, &mut to_masks) }
 }
 
 /// [`Neighbours::search`] with the scalar cursor walk (see [`Neighbours::each_point`]).
@@ -369,31 +414,77 @@ fn search_scalar(nb: &mut Neighbours<'_>, cols: &[u32]) {
     }
 }
 
-/// [`Neighbours::search`] on the AVX-512 level for a geometry that [`blocks_fit`] accepts:
-/// the output points are taken 16 at a time, and each present kernel row's columns in
-/// reach of the 16 windows are scanned once, each compared with all 16 windows in the
-/// lanes of a vector (`simd::scan::window_block16`), which gives every point's neighbour
-/// mask (bit `i_r·K + i_c`, visiting order) and, per kernel row, the index of its first
-/// neighbour. With `PAIRS` the points' pairs go to `found.pairs` (no branch depends on a
-/// point's neighbours but the loop over its pairs), without it only the masks to
-/// `found.masks`.
+/// The pairs of neighbour mask `m` (bit `i_r·k + i_c`) of lane `j`, in visiting order:
+/// `(κ, input point)` with the point found from the first neighbour of its kernel row in
+/// that lane (`firsts[i_r][j]`) and the bits below it in the row.
+#[inline(always)]
+fn decode_mask(m: u32, j: usize, firsts: &[[u32; 16]], k: usize, mut pair: impl FnMut(u32, u32)) {
+    let k = k as u32;
+    let row_bits = (1u32 << k) - 1;
+    let mut rest = m;
+    while rest != 0 {
+        let b = rest.trailing_zeros();
+        rest &= rest - 1;
+        let (ir, ic) = (b / k, b % k);
+        let below = (m >> (ir * k)) & row_bits & ((1 << ic) - 1);
+        pair(ir + k * ic, firsts[ir as usize][j] + below.count_ones());
+    }
+}
+
+/// [`blocks_search_avx512`] for the kernel size of `geom`.
 ///
 /// # Safety
 ///
-/// The CPU supports AVX-512 F and POPCNT; `blocks_fit(&nb.geom)` and `nb.geom.k == K`.
+/// As [`blocks_search_avx512`], with `blocks_fit(geom)`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,popcnt")]
-unsafe fn search_blocks_avx512<const K: usize, const PAIRS: bool>(
-    nb: &mut Neighbours<'_>,
+#[inline]
+unsafe fn blocks_avx512<const FIRSTS: bool>(
+    input: &Coords,
+    geom: &Geometry,
+    cursors: &mut [(u32, usize, usize)],
     cols: &[u32],
+    emit: &mut impl FnMut(usize, &[u32; 16], &[[u32; 16]]),
+) {
+    // SAFETY: forwarded; `geom.k` is the kernel size.
+    unsafe {
+        match geom.k {
+            1 => blocks_search_avx512::<1, FIRSTS>(input, geom, cursors, cols, emit),
+            2 => blocks_search_avx512::<2, FIRSTS>(input, geom, cursors, cols, emit),
+            3 => blocks_search_avx512::<3, FIRSTS>(input, geom, cursors, cols, emit),
+            4 => blocks_search_avx512::<4, FIRSTS>(input, geom, cursors, cols, emit),
+            _ => blocks_search_avx512::<5, FIRSTS>(input, geom, cursors, cols, emit),
+        }
+    }
+}
+
+/// The AVX-512 block search (see the module docs): the output points at `cols` (ascending,
+/// of the row the `cursors` were set for) taken 16 at a time; each present kernel row's
+/// columns within reach of the 16 windows are compared once with all of them in vector
+/// lanes (`simd::scan::window_block16`), which gives every point's neighbour mask (bit
+/// `i_r·K + i_c`, visiting order) and, with `FIRSTS`, per kernel row the index of its
+/// first neighbour. `emit(n, masks, firsts)` gets each block's `n` points (`firsts[i_r][j]`
+/// for kernel row `i_r` and lane `j`; zeros without `FIRSTS`).
+///
+/// # Safety
+///
+/// The CPU supports AVX-512 F and POPCNT; `blocks_fit(geom)` and `geom.k == K`; `cursors`
+/// from [`Neighbours::start_row`] over `input`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,popcnt")]
+#[inline]
+unsafe fn blocks_search_avx512<const K: usize, const FIRSTS: bool>(
+    input: &Coords,
+    geom: &Geometry,
+    cursors: &mut [(u32, usize, usize)],
+    cols: &[u32],
+    emit: &mut impl FnMut(usize, &[u32; 16], &[[u32; 16]]),
 ) {
     use std::arch::x86_64::*;
-    let all: &[u32] = &nb.input.cols;
-    let span = (nb.geom.step * (K as u64 - 1)) as u32;
-    let shift = nb.geom.step.trailing_zeros();
-    let a0 = nb.geom.offsets[0] as i32;
-    let row_bits = (1u32 << K) - 1;
-    let found = &mut nb.found;
+    let all: &[u32] = &input.cols;
+    let span = (geom.step * (K as u64 - 1)) as u32;
+    let shift = geom.step.trailing_zeros();
+    let a0 = geom.offsets[0] as i32;
     for block in cols.chunks(16) {
         let lanes = (u32::MAX >> (32 - block.len())) as u16;
         let mut buf = [0u32; 16];
@@ -410,36 +501,21 @@ unsafe fn search_blocks_avx512<const K: usize, const PAIRS: bool>(
                 _mm512_set1_epi32(a0),
             );
             let mut mask = _mm512_setzero_si512();
-            for cursor in nb.cursors.iter_mut() {
+            for cursor in cursors.iter_mut() {
                 let (ir, pos, end) = *cursor;
                 let row = &all[..end];
                 let (next, first, bits) =
-                    window_block16::<PAIRS>(row, pos, lo, bounds, lanes, span, shift);
+                    window_block16::<FIRSTS>(row, pos, lo, bounds, lanes, span, shift);
                 let at = _mm_cvtsi32_si128((ir as usize * K) as i32);
                 mask = _mm512_or_si512(mask, _mm512_sll_epi32(bits, at));
-                if PAIRS {
+                if FIRSTS {
                     _mm512_storeu_si512(firsts[ir as usize].as_mut_ptr().cast(), first);
                 }
                 cursor.1 = next;
             }
             _mm512_storeu_si512(masks.as_mut_ptr().cast(), mask);
         }
-        if !PAIRS {
-            found.masks.extend_from_slice(&masks[..block.len()]);
-            continue;
-        }
-        for (j, &m) in masks.iter().enumerate().take(block.len()) {
-            let mut rest = m;
-            while rest != 0 {
-                let b = rest.trailing_zeros();
-                rest &= rest - 1;
-                let (ir, ic) = (b / K as u32, b % K as u32);
-                let below = (m >> (ir * K as u32)) & row_bits & ((1 << ic) - 1);
-                let q = firsts[ir as usize][j] + below.count_ones();
-                found.pairs.push((ir + K as u32 * ic, q));
-            }
-            found.ends.push(found.pairs.len() as u32);
-        }
+        emit(block.len(), &masks, &firsts);
     }
 }
 
@@ -487,7 +563,23 @@ mod tests {
         assert_eq!(n.point(1), &[(1, 0), (4, 1), (2, 2)]);
     }
 
-    /// `each_point` and `each_mask` on every supported level give the scalar reference's
+    /// Collects each point's pairs (the last list is the point in progress).
+    struct Collect(Vec<Vec<(u32, u32)>>);
+
+    impl PairSink for Collect {
+        fn pair(&mut self, kappa: u32, q: u32) {
+            self.0
+                .last_mut()
+                .expect("a point in progress")
+                .push((kappa, q));
+        }
+        fn end_point(&mut self) {
+            self.0.push(Vec::new());
+        }
+    }
+
+    /// `each_point`, `each_point_into` and `each_mask` on every supported level give the
+    /// scalar reference's
     /// pairs (`point`) and their masks, for dense and dilated kernels of sizes 1 to 5, strides
     /// 1 and 2 at several tensor strides, on a random, an R-MAT and a banded pattern (long
     /// rows, windows overlapping many points), with rows split over several calls.
@@ -552,15 +644,19 @@ mod tests {
                     for level in SimdLevel::supported() {
                         let mut nb = Neighbours::new(&input, &geom, level);
                         let mut nm = Neighbours::new(&input, &geom, level);
+                        let mut ns = Neighbours::new(&input, &geom, level);
                         let (mut got, mut masks) = (Vec::new(), Vec::new());
+                        let mut sunk = Collect(vec![Vec::new()]);
                         for (ri, &row) in out.rows.iter().enumerate() {
                             nb.start_row(row);
                             nm.start_row(row);
+                            ns.start_row(row);
                             let cols = &out.cols[out.row_range(ri)];
                             // Rows in two calls (a cut inside a vector block when long enough).
                             let cut = cols.len() / 3;
                             for part in [&cols[..cut], &cols[cut..]] {
                                 nb.each_point(part, |_, list| got.push(list.to_vec()));
+                                ns.each_point_into(part, &mut sunk);
                                 if k * k <= 32 {
                                     nm.each_mask(part, |_, m| masks.push(m));
                                 }
@@ -568,6 +664,8 @@ mod tests {
                         }
                         let what = format!("{level}, k {k} d {dilation} s {stride} t {t_in}");
                         assert_eq!(got, want, "pairs, {what}");
+                        sunk.0.pop();
+                        assert_eq!(sunk.0, want, "pairs through a sink, {what}");
                         if k * k <= 32 {
                             let want_masks: Vec<u64> =
                                 want.iter().map(|l| mask_of_list(l, k as u32)).collect();

@@ -29,7 +29,7 @@ use std::ops::Range;
 use crate::featurize::coords::Coords;
 use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
-use crate::featurize::rulebook::Neighbours;
+use crate::featurize::rulebook::{Neighbours, PairSink};
 use crate::featurize::window::Window;
 use crate::simd::conv::{GemmArgs, FRESH};
 use crate::simd::kernels::Kernels;
@@ -223,31 +223,65 @@ impl Stencil for SparseConv {
         dst: &mut [f32],
         k: &Kernels,
     ) -> u64 {
-        let cout = self.cout;
-        let mut sc = Scratch::new(self.reach.geom.volume(), cout);
         let mut nb = Neighbours::new(&input.coords, &self.reach.geom, k.level);
-        let (mut pairs, mut o, mut first) = (0u64, 0usize, 0usize);
-        let total = dst.len() / cout;
+        let mut sink = DirectTiles {
+            conv: self,
+            sc: Scratch::new(self.reach.geom.volume(), self.cout),
+            input,
+            total: dst.len() / self.cout,
+            dst,
+            k,
+            o: 0,
+            first: 0,
+            pairs: 0,
+        };
         for ri in rows {
             nb.start_row(out.rows[ri]);
-            nb.each_point(&out.cols[out.row_range(ri)], |_, list| {
-                for &(kappa, q) in list {
-                    let id = input.ids[q as usize];
-                    // The tile's gemm reads the row once the tile's last point is found.
-                    prefetch_row(input.row(id));
-                    sc.buckets[kappa as usize].push((o as u32, id, u32::MAX));
-                }
-                pairs += list.len() as u64;
-                o += 1;
-                if o == sc.tile_n || first + o == total {
-                    let tile = &mut dst[first * cout..(first + o) * cout];
-                    self.tile(&mut sc, tile, input, None, &[], k);
-                    first += o;
-                    o = 0;
-                }
-            });
+            nb.each_point_into(&out.cols[out.row_range(ri)], &mut sink);
         }
-        pairs
+        sink.pairs
+    }
+}
+
+/// The direct path's pair sink: pairs bucketed by κ into tiles of output rows, each tile
+/// computed once its last point has its pairs.
+struct DirectTiles<'a, 'x> {
+    conv: &'a SparseConv,
+    sc: Scratch<'x>,
+    input: &'x Window<'x>,
+    dst: &'a mut [f32],
+    k: &'a Kernels,
+    /// Output points in `dst`.
+    total: usize,
+    /// Points of the current tile so far.
+    o: usize,
+    /// The current tile's first point.
+    first: usize,
+    /// Pairs so far.
+    pairs: u64,
+}
+
+impl PairSink for DirectTiles<'_, '_> {
+    #[inline]
+    fn pair(&mut self, kappa: u32, q: u32) {
+        let id = self.input.ids[q as usize];
+        // The tile's gemm reads the row once the tile's last point is found.
+        prefetch_row(self.input.row(id));
+        self.sc.buckets[kappa as usize].push((self.o as u32, id, u32::MAX));
+        self.pairs += 1;
+    }
+
+    #[inline]
+    fn end_point(&mut self) {
+        self.o += 1;
+        if self.o == self.sc.tile_n || self.first + self.o == self.total {
+            let cout = self.conv.cout;
+            let tile = &mut self.dst[self.first * cout..(self.first + self.o) * cout];
+            self.conv
+                .tile(&mut self.sc, tile, self.input, None, &[], self.k);
+            self.first += self.o;
+            self.o = 0;
+        }
     }
 }
 
