@@ -7,7 +7,7 @@
 //! output row `R` it locates each input row `R + a_r` by binary search once, then walks the
 //! output row's columns left to right with one monotone cursor per kernel row, so each
 //! output point costs `O(k²)` comparisons. On the AVX-512 level, kernels of up to 5 × 5
-//! without dilation take the points 16 at a time instead (`search_blocks_avx512`): each
+//! without dilation take the points 16 at a time instead (`blocks_search_avx512`): each
 //! kernel row's columns near the 16 windows are compared once with all of them in vector
 //! lanes, which gives every point's neighbour mask and first neighbour per kernel row
 //! without a branch per point (2× fewer nanoseconds per point than the cursor walk on
@@ -527,7 +527,7 @@ pub(crate) fn searches_in_blocks(geom: &Geometry, level: SimdLevel) -> bool {
         && blocks_fit(geom)
 }
 
-/// Whether [`search_blocks_avx512`] handles a geometry: dense, at most 5 offsets per axis
+/// Whether [`blocks_search_avx512`] handles a geometry: dense, at most 5 offsets per axis
 /// (a mask of `k²` bits fits a lane), a power-of-two step, and offsets small enough that a
 /// window's bounds fit `i32` lanes.
 fn blocks_fit(geom: &Geometry) -> bool {
