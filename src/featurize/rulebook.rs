@@ -6,8 +6,8 @@
 //! global rulebook, [`Neighbours`] produces that list per output point on the fly: for an
 //! output row `R` it locates each input row `R + a_r` by binary search once, then walks the
 //! output row's columns left to right with one monotone cursor per kernel row, so each
-//! output point costs `O(k²)` comparisons. On the AVX-512 level, kernels of up to 5 × 5
-//! without dilation take the points 16 at a time instead (`blocks_search_avx512`): each
+//! output point costs `O(k²)` comparisons. On the AVX2 and AVX-512 levels, kernels of up to
+//! 5 × 5 without dilation take the points 16 at a time instead (`blocks_search`): each
 //! kernel row's columns near the 16 windows are compared once with all of them in vector
 //! lanes, which gives every point's neighbour mask and first neighbour per kernel row
 //! without a branch per point (2× fewer nanoseconds per point than the cursor walk on
@@ -18,7 +18,7 @@
 use super::coords::Coords;
 use super::masks::mask_of_list;
 #[cfg(target_arch = "x86_64")]
-use crate::simd::scan::window_block16;
+use crate::simd::scan::{Avx2Lanes, Lanes16};
 use crate::simd::SimdLevel;
 
 /// Most output points per parallel task (and the points of every task of the shared
@@ -243,7 +243,7 @@ impl<'a> Neighbours<'a> {
     /// Per present kernel row, a cursor skips the input columns left of the point's window
     /// `[col + a_0, col + a_{k−1}]` (amortised over the row), then visits the columns inside
     /// it; a column `c` there is a neighbour iff `c − col − a_0` is a multiple of the offset
-    /// step `d·t`, with `i_c` the quotient. On the AVX-512 level the points of a dense
+    /// step `d·t`, with `i_c` the quotient. On the AVX2 and AVX-512 levels the points of a dense
     /// kernel of up to 5 × 5 are found 16 at a time instead (see the module docs).
     pub fn each_point(&mut self, cols: &[u32], mut f: impl FnMut(usize, &[(u32, u32)])) {
         for (c, chunk) in cols.chunks(SEARCH_CHUNK).enumerate() {
@@ -263,7 +263,7 @@ impl<'a> Neighbours<'a> {
         if searches_in_blocks(self.geom, self.level) {
             for chunk in cols.chunks(SEARCH_CHUNK) {
                 // SAFETY: `new` lowered the level to what the CPU supports; `blocks_fit`.
-                unsafe { sink_avx512(self, chunk, sink) };
+                unsafe { sink_in_blocks(self, chunk, sink) };
             }
             return;
         }
@@ -285,7 +285,7 @@ impl<'a> Neighbours<'a> {
             for (c, chunk) in cols.chunks(SEARCH_CHUNK).enumerate() {
                 self.found.masks.clear();
                 // SAFETY: `new` lowered the level to what the CPU supports; `blocks_fit`.
-                unsafe { masks_avx512(self, chunk) };
+                unsafe { masks_in_blocks(self, chunk) };
                 for (i, &m) in self.found.masks.iter().enumerate() {
                     f(c * SEARCH_CHUNK + i, u64::from(m));
                 }
@@ -303,7 +303,7 @@ impl<'a> Neighbours<'a> {
         #[cfg(target_arch = "x86_64")]
         if searches_in_blocks(self.geom, self.level) {
             // SAFETY: `new` lowered the level to what the CPU supports; `blocks_fit`.
-            unsafe { pairs_avx512(self, cols) };
+            unsafe { pairs_in_blocks(self, cols) };
             return;
         }
         search_scalar(self, cols);
@@ -320,35 +320,45 @@ impl<'a> Neighbours<'a> {
     }
 }
 
-/// The pairs of the points at `cols` into `nb.found`, on the AVX-512 level.
+/// The pairs of the points at `cols` into `nb.found`, by the block search.
 ///
 /// # Safety
 ///
-/// The CPU supports AVX-512 F and POPCNT; `blocks_fit(&nb.geom)`.
+/// `nb.level` is AVX2 or AVX-512 and supported by the CPU; `blocks_fit(&nb.geom)`. (Compiled
+/// for AVX2 and POPCNT, both levels' common part, so the mask decoding in the closures has
+/// POPCNT.)
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,popcnt")]
-unsafe fn pairs_avx512(nb: &mut Neighbours<'_>, cols: &[u32]) {
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn pairs_in_blocks(nb: &mut Neighbours<'_>, cols: &[u32]) {
     let found = &mut nb.found;
+    let k = nb.geom.k;
     let mut to_found = |n: usize, masks: &[u32; 16], firsts: &[[u32; 16]]| {
         for (j, &m) in masks.iter().enumerate().take(n) {
-            decode_mask(m, j, firsts, nb.geom.k, |kappa, q| {
-                found.pairs.push((kappa, q))
-            });
+            decode_mask(m, j, firsts, k, |kappa, q| found.pairs.push((kappa, q)));
             found.ends.push(found.pairs.len() as u32);
         }
     };
     // SAFETY: forwarded.
-    unsafe { blocks_avx512::<true>(nb.input, nb.geom, &mut nb.cursors, cols, &mut to_found) }
+    unsafe {
+        blocks::<true>(
+            nb.level,
+            nb.input,
+            nb.geom,
+            &mut nb.cursors,
+            cols,
+            &mut to_found,
+        )
+    }
 }
 
-/// The pairs of the points at `cols` into `sink`, on the AVX-512 level.
+/// The pairs of the points at `cols` into `sink`, by the block search.
 ///
 /// # Safety
 ///
-/// The CPU supports AVX-512 F and POPCNT; `blocks_fit(&nb.geom)`.
+/// As [`pairs_in_blocks`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,popcnt")]
-unsafe fn sink_avx512<S: PairSink>(nb: &mut Neighbours<'_>, cols: &[u32], sink: &mut S) {
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn sink_in_blocks<S: PairSink>(nb: &mut Neighbours<'_>, cols: &[u32], sink: &mut S) {
     let k = nb.geom.k;
     let mut to_sink = |n: usize, masks: &[u32; 16], firsts: &[[u32; 16]]| {
         for (j, &m) in masks.iter().enumerate().take(n) {
@@ -357,22 +367,40 @@ unsafe fn sink_avx512<S: PairSink>(nb: &mut Neighbours<'_>, cols: &[u32], sink: 
         }
     };
     // SAFETY: forwarded.
-    unsafe { blocks_avx512::<true>(nb.input, nb.geom, &mut nb.cursors, cols, &mut to_sink) }
+    unsafe {
+        blocks::<true>(
+            nb.level,
+            nb.input,
+            nb.geom,
+            &mut nb.cursors,
+            cols,
+            &mut to_sink,
+        )
+    }
 }
 
-/// The neighbour masks of the points at `cols` into `nb.found.masks`, on the AVX-512 level.
+/// The neighbour masks of the points at `cols` into `nb.found.masks`, by the block search.
 ///
 /// # Safety
 ///
-/// The CPU supports AVX-512 F and POPCNT; `blocks_fit(&nb.geom)`.
+/// As [`pairs_in_blocks`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,popcnt")]
-unsafe fn masks_avx512(nb: &mut Neighbours<'_>, cols: &[u32]) {
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn masks_in_blocks(nb: &mut Neighbours<'_>, cols: &[u32]) {
     let masks_out = &mut nb.found.masks;
     let mut to_masks =
         |n: usize, masks: &[u32; 16], _: &[[u32; 16]]| masks_out.extend_from_slice(&masks[..n]);
     // SAFETY: forwarded.
-    unsafe { blocks_avx512::<false>(nb.input, nb.geom, &mut nb.cursors, cols, &mut to_masks) }
+    unsafe {
+        blocks::<false>(
+            nb.level,
+            nb.input,
+            nb.geom,
+            &mut nb.cursors,
+            cols,
+            &mut to_masks,
+        )
+    }
 }
 
 /// [`Neighbours::search`] with the scalar cursor walk (see [`Neighbours::each_point`]).
@@ -431,89 +459,130 @@ fn decode_mask(m: u32, j: usize, firsts: &[[u32; 16]], k: usize, mut pair: impl 
     }
 }
 
-/// [`blocks_search_avx512`] for the kernel size of `geom`.
+/// The block search (see [`blocks_search`]) on `level`.
 ///
 /// # Safety
 ///
-/// As [`blocks_search_avx512`], with `blocks_fit(geom)`.
+/// `level` is AVX2 or AVX-512 and supported by the CPU; `blocks_fit(geom)`; `cursors` from
+/// [`Neighbours::start_row`] over `input`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,popcnt")]
 #[inline]
-unsafe fn blocks_avx512<const FIRSTS: bool>(
+unsafe fn blocks<const FIRSTS: bool>(
+    level: SimdLevel,
     input: &Coords,
     geom: &Geometry,
     cursors: &mut [(u32, usize, usize)],
     cols: &[u32],
     emit: &mut impl FnMut(usize, &[u32; 16], &[[u32; 16]]),
 ) {
-    // SAFETY: forwarded; `geom.k` is the kernel size.
+    // SAFETY: forwarded; the level decides which vectors the CPU can run.
     unsafe {
-        match geom.k {
-            1 => blocks_search_avx512::<1, FIRSTS>(input, geom, cursors, cols, emit),
-            2 => blocks_search_avx512::<2, FIRSTS>(input, geom, cursors, cols, emit),
-            3 => blocks_search_avx512::<3, FIRSTS>(input, geom, cursors, cols, emit),
-            4 => blocks_search_avx512::<4, FIRSTS>(input, geom, cursors, cols, emit),
-            _ => blocks_search_avx512::<5, FIRSTS>(input, geom, cursors, cols, emit),
+        if level == SimdLevel::Avx512 {
+            blocks_avx512::<FIRSTS>(input, geom, cursors, cols, emit)
+        } else {
+            blocks_avx2::<FIRSTS>(input, geom, cursors, cols, emit)
         }
     }
 }
 
-/// The AVX-512 block search (see the module docs): the output points at `cols` (ascending,
-/// of the row the `cursors` were set for) taken 16 at a time; each present kernel row's
-/// columns within reach of the 16 windows are compared once with all of them in vector
-/// lanes (`simd::scan::window_block16`), which gives every point's neighbour mask (bit
-/// `i_r·K + i_c`, visiting order) and, with `FIRSTS`, per kernel row the index of its
-/// first neighbour. `emit(n, masks, firsts)` gets each block's `n` points (`firsts[i_r][j]`
-/// for kernel row `i_r` and lane `j`; zeros without `FIRSTS`).
+/// Generates the per-level entry of the block search: [`blocks_search`] compiled for the
+/// level's instruction set with its vectors, one instance per kernel size.
+macro_rules! blocks_level {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $lanes:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        ///
+        /// The CPU supports the level; `blocks_fit(geom)`; `cursors` from
+        /// [`Neighbours::start_row`] over `input`.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $features)]
+        #[inline]
+        unsafe fn $name<const FIRSTS: bool>(
+            input: &Coords,
+            geom: &Geometry,
+            cursors: &mut [(u32, usize, usize)],
+            cols: &[u32],
+            emit: &mut impl FnMut(usize, &[u32; 16], &[[u32; 16]]),
+        ) {
+            type V = $lanes;
+            // SAFETY: forwarded; `geom.k` is the kernel size.
+            unsafe {
+                match geom.k {
+                    1 => blocks_search::<1, FIRSTS, V>(input, geom, cursors, cols, emit),
+                    2 => blocks_search::<2, FIRSTS, V>(input, geom, cursors, cols, emit),
+                    3 => blocks_search::<3, FIRSTS, V>(input, geom, cursors, cols, emit),
+                    4 => blocks_search::<4, FIRSTS, V>(input, geom, cursors, cols, emit),
+                    _ => blocks_search::<5, FIRSTS, V>(input, geom, cursors, cols, emit),
+                }
+            }
+        }
+    };
+}
+
+blocks_level!(
+    /// The block search with AVX-512 F (one 512-bit vector per block).
+    blocks_avx512,
+    "avx512f,popcnt",
+    std::arch::x86_64::__m512i
+);
+blocks_level!(
+    /// The block search with AVX2 (two 256-bit vectors per block).
+    blocks_avx2,
+    "avx2,popcnt",
+    Avx2Lanes
+);
+
+/// The block search (see the module docs): the output points at `cols` (ascending, of the
+/// row the `cursors` were set for) taken 16 at a time; each present kernel row's columns
+/// within reach of the 16 windows are compared once with all of them in vector lanes
+/// (`V::window_block`, see `simd::scan`), which gives every point's neighbour mask (bit
+/// `i_r·K + i_c`, visiting order) and, with `FIRSTS`, per kernel row the index of its first
+/// neighbour. `emit(n, masks, firsts)` gets each block's `n` points (`firsts[i_r][j]` for
+/// kernel row `i_r` and lane `j`; zeros without `FIRSTS`). Inlined into each level's entry,
+/// so the vectors are that level's.
 ///
 /// # Safety
 ///
-/// The CPU supports AVX-512 F and POPCNT; `blocks_fit(geom)` and `geom.k == K`; `cursors`
-/// from [`Neighbours::start_row`] over `input`.
+/// The CPU supports `V`'s level; `blocks_fit(geom)` and `geom.k == K`; `cursors` from
+/// [`Neighbours::start_row`] over `input`.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,popcnt")]
-#[inline]
-unsafe fn blocks_search_avx512<const K: usize, const FIRSTS: bool>(
+#[inline(always)]
+unsafe fn blocks_search<const K: usize, const FIRSTS: bool, V: Lanes16>(
     input: &Coords,
     geom: &Geometry,
     cursors: &mut [(u32, usize, usize)],
     cols: &[u32],
     emit: &mut impl FnMut(usize, &[u32; 16], &[[u32; 16]]),
 ) {
-    use std::arch::x86_64::*;
     let all: &[u32] = &input.cols;
     let span = (geom.step * (K as u64 - 1)) as u32;
     let shift = geom.step.trailing_zeros();
     let a0 = geom.offsets[0] as i32;
     for block in cols.chunks(16) {
-        let lanes = (u32::MAX >> (32 - block.len())) as u16;
         let mut buf = [0u32; 16];
         buf[..block.len()].copy_from_slice(block);
         let bounds = (block[0] as i32 + a0, block[block.len() - 1] as i32 + a0);
         let mut masks = [0u32; 16];
         let mut firsts = [[0u32; 16]; K];
-        // SAFETY: AVX-512 F (caller contract); `buf` and the outputs hold 16 lanes; cursor
-        // positions are at most their row's end; columns and `a0` fit `i32` with room for
-        // `span` (`blocks_fit`), and the block's columns ascend.
+        // SAFETY: the CPU supports `V`'s level (caller contract); cursor positions are at
+        // most their row's end; columns and `a0` fit `i32` with room for `span`
+        // (`blocks_fit`), and the block's columns ascend.
         unsafe {
-            let lo = _mm512_add_epi32(
-                _mm512_loadu_si512(buf.as_ptr().cast()),
-                _mm512_set1_epi32(a0),
-            );
-            let mut mask = _mm512_setzero_si512();
+            let lo = V::windows(&buf, a0);
+            let mut mask = V::zero();
             for cursor in cursors.iter_mut() {
                 let (ir, pos, end) = *cursor;
                 let row = &all[..end];
                 let (next, first, bits) =
-                    window_block16::<FIRSTS>(row, pos, lo, bounds, lanes, span, shift);
-                let at = _mm_cvtsi32_si128((ir as usize * K) as i32);
-                mask = _mm512_or_si512(mask, _mm512_sll_epi32(bits, at));
+                    V::window_block::<FIRSTS>(row, pos, lo, bounds, block.len(), span, shift);
+                mask = mask.or_shifted(bits, ir * K as u32);
                 if FIRSTS {
-                    _mm512_storeu_si512(firsts[ir as usize].as_mut_ptr().cast(), first);
+                    first.store(&mut firsts[ir as usize]);
                 }
                 cursor.1 = next;
             }
-            _mm512_storeu_si512(masks.as_mut_ptr().cast(), mask);
+            mask.store(&mut masks);
         }
         emit(block.len(), &masks, &firsts);
     }
@@ -523,11 +592,11 @@ unsafe fn blocks_search_avx512<const K: usize, const FIRSTS: bool>(
 /// (and hand out neighbour masks without building pair lists).
 pub(crate) fn searches_in_blocks(geom: &Geometry, level: SimdLevel) -> bool {
     cfg!(target_arch = "x86_64")
-        && level.min(SimdLevel::detect()) == SimdLevel::Avx512
+        && level.min(SimdLevel::detect()) >= SimdLevel::Avx2
         && blocks_fit(geom)
 }
 
-/// Whether [`blocks_search_avx512`] handles a geometry: dense, at most 5 offsets per axis
+/// Whether [`blocks_search`] handles a geometry: dense, at most 5 offsets per axis
 /// (a mask of `k²` bits fits a lane), a power-of-two step, and offsets small enough that a
 /// window's bounds fit `i32` lanes.
 fn blocks_fit(geom: &Geometry) -> bool {
