@@ -72,6 +72,10 @@ pub(crate) struct Run<'a, 'm> {
     pub(super) share: Vec<i32>,
     /// Per stencil step: the band in which `share` was last counted up.
     pub(super) share_band: Vec<usize>,
+    /// Per stencil step: bands to go without lookups after the next band whose keys hardly
+    /// repeat ([`FIRST_PAUSE`], doubled after each such band up to [`LONGEST_PAUSE`], back to
+    /// the first after a band whose keys paid).
+    pub(super) share_pause: Vec<i32>,
     /// Per stencil step: seconds spent, rows computed, neighbour pairs.
     pub(super) times: Vec<(f64, u64, u64)>,
     /// Per stencil step, seconds per phase: coordinates, jobs, output table, rows and sums,
@@ -97,6 +101,12 @@ pub(super) enum Progress {
     /// It runs once the earlier steps are done, so the wait always ends.
     Waiting,
 }
+
+/// Bands a step goes without key lookups after the first band whose keys hardly repeated.
+pub(super) const FIRST_PAUSE: i32 = 8;
+/// The longest such pause: a layer whose keys start repeating further down the matrix finds
+/// out within this many bands.
+pub(super) const LONGEST_PAUSE: i32 = 64;
 
 /// "Every row": the end of the last band.
 pub(super) const ALL: i64 = i64::MAX;
@@ -124,6 +134,7 @@ impl<'a, 'm> Run<'a, 'm> {
             next_row: vec![0; plan.stencils.len()],
             share: vec![1; plan.stencils.len()],
             share_band: vec![usize::MAX; plan.stencils.len()],
+            share_pause: vec![FIRST_PAUSE; plan.stencils.len()],
             sums: (0..n)
                 .map(|s| plan.pooled[s].then(|| TreeSum::new(plan.channels(s), 0)))
                 .collect(),

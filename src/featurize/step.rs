@@ -16,7 +16,7 @@ use rayon::prelude::*;
 
 use super::band::share;
 use super::coords::Coords;
-use super::exec::{Progress, Run, ALL};
+use super::exec::{Progress, Run, ALL, FIRST_PAUSE, LONGEST_PAUSE};
 use super::jobs::{expand_masks, task_jobs, Phase};
 use super::masks::MaskGeometry;
 use super::memory::Charge;
@@ -402,8 +402,14 @@ impl<'m> Run<'_, 'm> {
         } else {
             0.1
         };
+        // Each band that tries again in vain doubles the pause: the layers after the
+        // memoised ones of an unstructured matrix never share, and every try costs a band
+        // of key lookups (uniform 10 M's conv7–conv10: 5 tries each in 43 bands).
         if keyed_points >= 4096 && keyed_rows as f64 > (1.0 - needed) * keyed_points as f64 {
-            self.share[si] = -8;
+            self.share[si] = -self.share_pause[si];
+            self.share_pause[si] = (2 * self.share_pause[si]).min(LONGEST_PAUSE);
+        } else if keyed_points >= 4096 {
+            self.share_pause[si] = FIRST_PAUSE;
         }
         self.count(si, op, band.rows, pairs);
         // Products of shared input rows: for every shared row and κ at once when that is at
