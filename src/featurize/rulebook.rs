@@ -324,30 +324,25 @@ impl<'a> Neighbours<'a> {
 ///
 /// # Safety
 ///
-/// `nb.level` is AVX2 or AVX-512 and supported by the CPU; `blocks_fit(&nb.geom)`. (Compiled
-/// for AVX2 and POPCNT, both levels' common part, so the mask decoding in the closures has
-/// POPCNT.)
+/// As [`sink_in_blocks`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,popcnt")]
 unsafe fn pairs_in_blocks(nb: &mut Neighbours<'_>, cols: &[u32]) {
-    let found = &mut nb.found;
-    let k = nb.geom.k;
-    let mut to_found = |n: usize, masks: &[u32; 16], firsts: &[[u32; 16]]| {
-        for (j, &m) in masks.iter().enumerate().take(n) {
-            decode_mask(m, j, firsts, k, |kappa, q| found.pairs.push((kappa, q)));
-            found.ends.push(found.pairs.len() as u32);
-        }
-    };
+    let mut found = std::mem::take(&mut nb.found);
     // SAFETY: forwarded.
-    unsafe {
-        blocks::<true>(
-            nb.level,
-            nb.input,
-            nb.geom,
-            &mut nb.cursors,
-            cols,
-            &mut to_found,
-        )
+    unsafe { sink_in_blocks(nb, cols, &mut found) };
+    nb.found = found;
+}
+
+/// A chunk's pair lists as a sink: each point's pairs, then its end.
+impl PairSink for PointPairs {
+    #[inline]
+    fn pair(&mut self, kappa: u32, q: u32) {
+        self.pairs.push((kappa, q));
+    }
+
+    #[inline]
+    fn end_point(&mut self) {
+        self.ends.push(self.pairs.len() as u32);
     }
 }
 
@@ -355,7 +350,9 @@ unsafe fn pairs_in_blocks(nb: &mut Neighbours<'_>, cols: &[u32]) {
 ///
 /// # Safety
 ///
-/// As [`pairs_in_blocks`].
+/// `nb.level` is AVX2 or AVX-512 and supported by the CPU; `blocks_fit(&nb.geom)`. (Compiled
+/// for AVX2 and POPCNT, both levels' common part, so the mask decoding in the closures has
+/// POPCNT.)
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt")]
 unsafe fn sink_in_blocks<S: PairSink>(nb: &mut Neighbours<'_>, cols: &[u32], sink: &mut S) {
@@ -383,7 +380,7 @@ unsafe fn sink_in_blocks<S: PairSink>(nb: &mut Neighbours<'_>, cols: &[u32], sin
 ///
 /// # Safety
 ///
-/// As [`pairs_in_blocks`].
+/// As [`sink_in_blocks`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt")]
 unsafe fn masks_in_blocks(nb: &mut Neighbours<'_>, cols: &[u32]) {
