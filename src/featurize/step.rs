@@ -27,6 +27,14 @@ use super::window::Window;
 use crate::error::Result;
 use crate::simd::kernels::Kernels;
 
+/// Fewest multiply-adds per pair at which the repeated products of a list's pairs are found
+/// (`TaskJobs::assign_slots`) and computed once. Finding them hashes every pair of the
+/// owned keys, about 10 ns each, and saves 0.1–0.5 of a product per hashed pair (WACO on the
+/// real matrices); at WACO's 32 → 32 (1 024 per pair, ~8 ns saved) that did not pay: the
+/// real matrices ran as fast or faster without it (c-46 −3 to −6 %, bcsstk38 and pf2177 up
+/// to −7 %), while at DASH's wider layers a saved product is worth 4–64 times more.
+const SLOT_MIN_MACS: u64 = 2048;
+
 /// The rows of a band's points, relative to the band (see [`Run::assemble`]).
 enum BandIds<'a> {
     /// Point `i` has band row `i` (the direct path).
@@ -443,7 +451,7 @@ impl<'m> Run<'_, 'm> {
                     };
                     (rp, charge)
                 });
-            } else {
+            } else if op.macs_per_pair() >= SLOT_MIN_MACS {
                 // Lists of owned keys (the even ones) repeat products; unique jobs rarely do.
                 band.lists
                     .par_iter_mut()
