@@ -33,7 +33,7 @@ use crate::simd::kernels::Kernels;
 /// real matrices); at WACO's 32 → 32 (1 024 per pair, ~8 ns saved) that did not pay: the
 /// real matrices ran as fast or faster without it (c-46 −3 to −6 %, bcsstk38 and pf2177 up
 /// to −7 %), while at DASH's wider layers a saved product is worth 4–64 times more.
-const SLOT_MIN_MACS: u64 = 2048;
+pub(crate) const SLOT_MIN_MACS: u64 = 2048;
 
 /// The rows of a band's points, relative to the band (see [`Run::assemble`]).
 enum BandIds<'a> {

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::*;
+use crate::featurize::step::SLOT_MIN_MACS;
 
 /// A naive value: sparse points at a tensor stride, or a dense row.
 enum Val {
@@ -243,9 +244,15 @@ fn single_layers_match_naive() {
 fn whole_graphs_match_naive() {
     let p = random_pattern(200, 8, 4);
     let q = rmat(9, 1500, 5);
+    // DASH's fourth layer (48 → 48) is wide enough that the steps look for repeated
+    // products (`SLOT_MIN_MACS`), so that path is checked against the interpreter too.
+    let dash_widths = [8, 16, 48, 48, 16, 24, 24];
+    assert!(dash_widths
+        .windows(2)
+        .any(|w| (w[0] * w[1]) as u64 >= SLOT_MIN_MACS));
     for (name, spec) in [
         ("waco", waco_like(16, 6, 1)),
-        ("dash", dash_like(&[8, 8, 16, 16, 16, 24, 24], 2)),
+        ("dash", dash_like(&dash_widths, 2)),
     ] {
         for (pi, pat) in [&p, &q].into_iter().enumerate() {
             let g = FeaturizerGraph::from_spec(&spec).expect("valid graph");
