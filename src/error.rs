@@ -96,6 +96,16 @@ pub enum ErrorKind {
         /// The kernels the target's space supports.
         supported: Vec<String>,
     },
+    /// A schedule's repacked layout of the sparse matrix would exceed its size limit (dense
+    /// levels under compressed ones store zeros; WACO's "Pack Too Large").
+    LayoutTooLarge {
+        /// Entries the largest array of the layout needs.
+        positions: u64,
+        /// The limit.
+        limit: u64,
+        /// How the limit was set and what exceeded it.
+        reason: String,
+    },
     /// A caller-supplied argument is invalid (e.g. output buffer of the wrong length).
     InvalidArgument {
         /// What is wrong.
@@ -261,6 +271,14 @@ impl fmt::Display for ErrorKind {
                 f,
                 "target '{target}' has no schedule space for kernel '{kernel}' (it supports: {})",
                 supported.join(", ")
+            ),
+            ErrorKind::LayoutTooLarge {
+                positions,
+                limit,
+                reason,
+            } => write!(
+                f,
+                "layout too large: {positions} positions, the limit is {limit} ({reason})"
             ),
             ErrorKind::InvalidArgument { reason } => write!(f, "invalid argument: {reason}"),
             ErrorKind::Io {

@@ -2,7 +2,8 @@
 //! exported to ONNX, without PyTorch.
 //!
 //! Data path: matrix input ([`pattern`]) → native sparse-conv featurizer ([`featurize`]) →
-//! schedule encoding ([`schedule`]) → dense-head execution ([`model`]) → ranking ([`rank`]).
+//! schedule encoding ([`schedule`]) → dense-head execution ([`model`]) → ranking ([`rank`]) →
+//! toolchain program ([`program`]).
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
@@ -13,6 +14,7 @@ pub mod featurize;
 pub mod ffi;
 pub mod model;
 pub mod pattern;
+pub mod program;
 pub mod rank;
 pub mod schedule;
 pub mod simd;

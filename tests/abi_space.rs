@@ -161,7 +161,7 @@ fn prepared_spaces_equal_the_rust_workflow() {
             let text = read(|b, l, n| unsafe {
                 dashrank_space_candidates_render(cands, i, name.as_ptr(), b, l, n)
             });
-            assert_eq!(text, want.config(i).unwrap().render("band").unwrap());
+            assert_eq!(text, want.render(i, "band").unwrap());
         }
         if rust_space.entry().name.starts_with("spade") {
             assert!(

@@ -54,7 +54,7 @@ fn tuning_through_a_c_callback_equals_model_tune() {
         .rust
         .tune(&rust_matrix, &want_cands, 6, |i| {
             rust_calls += 1;
-            let text = want_cands.config(i).unwrap().render("band").unwrap();
+            let text = want_cands.render(i, "band").unwrap();
             (rust_calls % 3 != 0).then(|| fake_ms(&text))
         })
         .unwrap();
@@ -103,7 +103,7 @@ fn tuning_through_a_c_callback_equals_model_tune() {
         assert_eq!(call.2, m.is_default);
         assert_eq!(
             call.1,
-            want_cands.config(m.index).unwrap().render("band").unwrap()
+            want_cands.render(m.index, "band").unwrap()
         );
     }
     assert!(calls.last().unwrap().2 || want.ranking.default_position < 6);

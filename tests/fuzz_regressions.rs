@@ -58,6 +58,11 @@ fn every_target_runs_on_simple_inputs() {
         bodies::schedule_lines(&line);
     }
     bodies::taco_commands(b"\x0016 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 16");
+    bodies::taco_commands(
+        b"\x00taco \"C(i,j)=A(i,k)*B(k,j)\" -f=C:dd -f=A:ds -f=B:dd -t=C:float -t=A:float \
+          -t=B:float -d=C:30,256 -d=A:30,40 -d=B:40,256 -s=\"parallelize(i,CPUThread,NoRaces)\" \
+          -nthreads=2 -schedule=dynamic,32",
+    );
     bodies::spade_csv(b"a, 4, 1024, 32, 0, 1, 1, 1.5");
     bodies::sparsetir_json(br#"{"kernel":"spmm","row_tile":8,"thread_x":32,"coarsen":2,"group":1,"order":"reduction_outer","bind_k1":true,"unroll":true}"#);
     let featurizer = std::fs::read(

@@ -3,7 +3,8 @@
 
 use std::sync::OnceLock;
 
-use dashrank::schedule::space::{GpuConfig, Kernel, SpadeRow, SuperSchedule, TacoSchedule};
+use dashrank::program::taco::{TacoCommand, TacoOptions, TacoProgram};
+use dashrank::schedule::space::{GpuConfig, Kernel, MatrixShape, SpadeRow, SuperSchedule};
 use dashrank::schedule::Schema;
 use dashrank::{ErrorKind, LoadOptions, Model};
 
@@ -97,25 +98,28 @@ pub fn schedule_lines(data: &[u8]) {
 
 const KERNELS: [Kernel; 3] = [Kernel::SpMM, Kernel::SDDMM, Kernel::SpMV];
 
-/// TACO command strings and WACO SuperSchedule lines: `data[0]` picks the kernel. A parsed
-/// TACO schedule prints back to itself; a SuperSchedule survives TACO form and back.
+/// TACO command lines, scheduling commands and WACO SuperSchedule lines: `data[0]` picks the
+/// kernel. A parsed command line or command prints back to itself; a SuperSchedule's program
+/// reads back from its command line.
 pub fn taco_commands(data: &[u8]) {
     let Some((&pick, rest)) = data.split_first() else {
         return;
     };
     let kernel = KERNELS[usize::from(pick) % KERNELS.len()];
     let text = text(rest);
-    match TacoSchedule::parse(kernel, &text) {
-        Ok(t) => {
-            let printed = t.to_string();
-            let again = TacoSchedule::parse(kernel, &printed).expect("printed TACO parses");
-            assert_eq!(again, t, "{text:?} -> {printed:?}");
-            match t.to_superschedule() {
-                Ok(s) => check_superschedule(&s),
-                Err(e) => schedule_error(&e),
-            }
+    match TacoProgram::parse_command_line(&text) {
+        Ok(p) => {
+            let printed = p.command_line();
+            let again = TacoProgram::parse_command_line(&printed).expect("printed TACO parses");
+            assert_eq!(again, p, "{text:?} -> {printed:?}");
         }
         Err(e) => schedule_error(&e),
+    }
+    for word in text.split_whitespace() {
+        if let Ok(c) = word.parse::<TacoCommand>() {
+            let again: TacoCommand = c.to_string().parse().expect("printed command parses");
+            assert_eq!(again, c, "{word:?}");
+        }
     }
     match SuperSchedule::parse(kernel, &text) {
         Ok(s) => check_superschedule(&s),
@@ -128,9 +132,15 @@ fn check_superschedule(s: &SuperSchedule) {
     let line = s.to_line();
     let again = SuperSchedule::parse(s.kernel, &line).expect("printed line parses");
     assert_eq!(&again, s, "{line}");
-    let taco = TacoSchedule::from_superschedule(s).expect("valid SuperSchedule has a TACO form");
-    let back = taco.to_superschedule().expect("TACO form converts back");
-    assert_eq!(&back, s, "{taco}");
+    let options = TacoOptions {
+        threads: Some(2),
+        ..TacoOptions::default()
+    };
+    let shape = MatrixShape::new(1000, 300, 5000);
+    let p =
+        TacoProgram::from_superschedule(s, &shape, &options).expect("a valid line has a program");
+    let back = TacoProgram::parse_command_line(&p.command_line()).expect("its command line parses");
+    assert_eq!(back, p, "{line}");
 }
 
 /// SPADE CSV rows, one per line: an accepted row prints back to the same row.

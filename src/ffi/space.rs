@@ -366,8 +366,10 @@ pub unsafe extern "C" fn dashrank_space_candidates_render(
     guard(|| {
         let c = unsafe { try_handle(candidates, "candidates") }?;
         let name = unsafe { matrix_name_or_default(matrix_name) }?;
-        let config = c.config(index).ok_or_else(|| out_of_range(c, index))?;
-        let text = config.render(name)?;
+        if index >= c.len() {
+            return Err(out_of_range(c, index));
+        }
+        let text = c.render(index, name)?;
         unsafe { write_str(&text, buf, len, needed) }
     })
 }

@@ -40,6 +40,9 @@ pub enum dashrank_status {
     Schedule = 300,
     /// The target has no schedule space for that kernel (SPADE or SparseTIR with SpMV).
     UnsupportedKernel = 301,
+    /// A schedule's repacked layout of the matrix exceeds its size limit (TACO: dense levels
+    /// under compressed ones store zeros).
+    LayoutTooLarge = 302,
 
     // === 4xx: execution ===
     /// The dense-graph executor failed.
@@ -94,6 +97,7 @@ impl dashrank_status {
             Self::UnknownHead => "the model has no head of that name",
             Self::Schedule => "invalid schedule",
             Self::UnsupportedKernel => "the target has no schedule space for that kernel",
+            Self::LayoutTooLarge => "the schedule's repacked layout is too large",
             Self::Executor => "dense-graph execution failed",
             Self::BackendUnavailable => "backend unavailable",
             Self::Featurizer => "featurizer failed",
@@ -122,11 +126,12 @@ impl dashrank_status {
             ErrorKind::InvalidArgument { .. } => Self::InvalidArgument,
             ErrorKind::UnknownHead { .. } => Self::UnknownHead,
             ErrorKind::UnsupportedKernel { .. } => Self::UnsupportedKernel,
+            ErrorKind::LayoutTooLarge { .. } => Self::LayoutTooLarge,
         }
     }
 }
 
-const ALL_STATUSES: [dashrank_status; 19] = [
+const ALL_STATUSES: [dashrank_status; 20] = [
     dashrank_status::Ok,
     dashrank_status::Pattern,
     dashrank_status::Io,
@@ -135,6 +140,7 @@ const ALL_STATUSES: [dashrank_status; 19] = [
     dashrank_status::UnknownHead,
     dashrank_status::Schedule,
     dashrank_status::UnsupportedKernel,
+    dashrank_status::LayoutTooLarge,
     dashrank_status::Executor,
     dashrank_status::BackendUnavailable,
     dashrank_status::Featurizer,

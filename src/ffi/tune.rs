@@ -255,13 +255,13 @@ fn request_for(
     index: usize,
     name: &str,
 ) -> FfiResult<(CString, CString)> {
-    let config = c.config(index).ok_or_else(|| {
-        super::boundary::Failure::new(
+    if index >= c.len() {
+        return Err(super::boundary::Failure::new(
             dashrank_status::IndexOutOfRange,
             format!("candidate index {index} out of range"),
-        )
-    })?;
-    let text = config.render(name)?;
+        ));
+    }
+    let text = c.render(index, name)?;
     let line = c.line(index).unwrap_or_default();
     let nul = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
     Ok((nul(&text), nul(&line)))

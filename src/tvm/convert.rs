@@ -21,7 +21,8 @@ impl From<crate::Error> for tvm_ffi::Error {
             | ErrorKind::Schedule { .. }
             | ErrorKind::InvalidArgument { .. }
             | ErrorKind::UnknownHead { .. }
-            | ErrorKind::UnsupportedKernel { .. } => tvm_ffi::VALUE_ERROR,
+            | ErrorKind::UnsupportedKernel { .. }
+            | ErrorKind::LayoutTooLarge { .. } => tvm_ffi::VALUE_ERROR,
             _ => tvm_ffi::RUNTIME_ERROR,
         };
         let mut message = e.to_string();

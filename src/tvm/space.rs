@@ -174,12 +174,8 @@ pub(super) fn space_render(
     matrix_name: FfiString,
 ) -> Result<FfiString> {
     let c = &prepared.data.candidates;
-    let config = c
-        .config(index_in(c, index)?)
-        .ok_or_else(|| out_of_range(c, index))?;
-    Ok(FfiString::from(
-        config.render(matrix_name.as_str())?.as_str(),
-    ))
+    let text = c.render(index_in(c, index)?, matrix_name.as_str())?;
+    Ok(FfiString::from(text.as_str()))
 }
 
 /// `dashrank_space_rank(prepared, k: int) -> [indices: Tensor[int64], scores:
@@ -237,13 +233,12 @@ pub(super) fn space_tune(
             if raised.is_some() {
                 return None;
             }
-            let text = match c.config(i).map(|cfg| cfg.render(matrix_name.as_str())) {
-                Some(Ok(text)) => text,
-                Some(Err(e)) => {
+            let text = match c.render(i, matrix_name.as_str()) {
+                Ok(text) => text,
+                Err(e) => {
                     raised = Some(e.into());
                     return None;
                 }
-                None => return None,
             };
             let args = (
                 i as i64,

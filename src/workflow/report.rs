@@ -70,7 +70,6 @@ impl SpaceRankReport {
             .entries
             .iter()
             .map(|e| {
-                let config = candidates.config(e.index);
                 Ok(SpaceRankedEntry {
                     rank: e.rank.map(|r| r + 1),
                     index: e.index,
@@ -80,10 +79,7 @@ impl SpaceRankReport {
                         .status(e.index)
                         .map_or_else(String::new, status_text),
                     line: candidates.line(e.index).unwrap_or_default().to_owned(),
-                    toolchain: match config {
-                        Some(c) => c.render(matrix)?,
-                        None => String::new(),
-                    },
+                    toolchain: candidates.render(e.index, matrix)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -71,7 +71,7 @@ fn prepare_picks_the_head_and_its_line_form() {
         for (e, t) in report.entries.iter().zip(&top.entries) {
             assert_eq!(e.rank, t.rank.map(|r| r + 1));
             let c = cands.config(e.index).unwrap();
-            assert_eq!(e.toolchain, c.render("band40").unwrap());
+            assert_eq!(e.toolchain, cands.render(e.index, "band40").unwrap());
             assert_eq!(
                 e.line,
                 space.clone().with_form(LineForm::Unified).to_line(&c)

@@ -38,8 +38,7 @@ pub fn run(args: &TuneArgs) -> Result<()> {
     let mut failures = Vec::new();
     let mut render_error = None;
     let tuned = model.tune(&matrix, &candidates, args.top, |i| {
-        let config = candidates.config(i)?;
-        let text = match config.render(&name) {
+        let text = match candidates.render(i, &name) {
             Ok(text) => text,
             Err(e) => {
                 render_error.get_or_insert(e);

@@ -8,7 +8,7 @@
 //!
 //! | target | module | configuration | space size |
 //! |---|---|---|---|
-//! | CPU / TACO (WACO SuperSchedules) | [`taco`] | [`SuperSchedule`] ↔ [`TacoSchedule`] | parameterised, see [`TacoSpace`] |
+//! | CPU / TACO (WACO SuperSchedules) | [`taco`] | [`SuperSchedule`] (its program: [`crate::program::taco`]) | parameterised, see [`TacoSpace`] |
 //! | SPADE accelerator | [`spade`] | [`SpadeConfig`] | 256 (COGNATE §4) |
 //! | GPU / SparseTIR | [`sparsetir`] | [`GpuConfig`] | 288 per kernel (COGNATE: "~300") |
 //! | unified (COGNATE φ/π) | [`cognate`] | [`Unified`] | — (a mapping, not a space) |
@@ -34,7 +34,6 @@ mod registry;
 pub mod spade;
 pub mod sparsetir;
 pub mod taco;
-mod taco_cmd;
 mod taco_index;
 
 #[cfg(test)]
@@ -46,7 +45,6 @@ pub use registry::{AnyConfig, AnySpace, LineForm, SpaceEntry, SpaceOptions, SPAC
 pub use spade::{ColumnPanels, SpadeConfig, SpadeRow, SpadeSpace};
 pub use sparsetir::{GpuConfig, GpuLoopOrder, SparseTirSpace};
 pub use taco::{LevelFormat, SuperSchedule, TacoSpace};
-pub use taco_cmd::{OutputRaceStrategy, ParallelUnit, SplitFormat, TacoCommand, TacoSchedule};
 
 pub use crate::vocab::{Kernel, Target};
 

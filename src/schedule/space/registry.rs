@@ -165,35 +165,42 @@ impl AnyConfig {
         }
     }
 
-    /// The configuration in its toolchain's own input form, ready to hand to the toolchain:
+    /// The configuration in its toolchain's own input form, for a matrix of `shape`:
     ///
     /// | target | form | example |
     /// |---|---|---|
-    /// | TACO | OpenMP settings, the `-f=` format of the split `A`, and `-s=` scheduling commands ([`TacoSchedule`](super::TacoSchedule)) | `OMP_NUM_THREADS=48 OMP_SCHEDULE=dynamic,16 -f=A:ssds:2,3,0,1 -s=split(i,i1,i0,16) … -s=reorder(…) -s=parallelize(i1,CPUThread,NoRaces)` |
+    /// | TACO | a stock `taco` command line ([`TacoProgram::command_line`](crate::program::taco::TacoProgram::command_line), all cores) | `taco "C(i1,i0,j)=A(k,i1,i0)*B(k,j)" -f=C:ddd … -s="parallelize(i1b,CPUThread,NoRaces)" -nthreads=2 -schedule=dynamic,16` |
     /// | SPADE | the papers' CSV row with `name` in the first column ([`SpadeRow`](super::SpadeRow)) | `m, 4, 1024, 32, 0, 0, 0` |
     /// | SparseTIR | the JSON configuration ([`GpuConfig::to_json`]) | `{"kernel":"spmm","row_tile":8,…}` |
     ///
-    /// `name` is used by SPADE only (the matrix name column).
+    /// `name` is used by SPADE only (the matrix name column). A space's default renders as
+    /// the toolchain's own default program through
+    /// [`SpaceCandidates::render`](crate::SpaceCandidates::render) (TACO: its CSR program).
     ///
     /// # Errors
     ///
     /// [`ErrorKind::Schedule`](crate::ErrorKind::Schedule) when a TACO SuperSchedule fails its
-    /// structural checks (an enumerated configuration never does).
+    /// structural checks (an enumerated configuration never does);
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for an empty matrix.
     ///
     /// # Example
     /// ```
-    /// use dashrank::schedule::space::{AnyConfig, SpadeConfig, SuperSchedule};
+    /// use dashrank::schedule::space::{AnyConfig, MatrixShape, SpadeConfig, SuperSchedule};
     /// use dashrank::Kernel;
+    /// let shape = MatrixShape::new(1000, 200, 5000);
     /// let line = "16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 16";
     /// let taco = AnyConfig::Taco(SuperSchedule::parse(Kernel::SpMM, line)?);
-    /// assert!(taco.render("m")?.contains("-s=reorder(k1,k0,i1,i0,j1,j0)"));
+    /// assert!(taco.render("m", &shape)?.starts_with("taco \"C(i1,i0,j)=A(k,i1,i0)*B(k,j)\""));
     /// let spade = AnyConfig::Spade(SpadeConfig::from_tokens(&["4", "1024", "32", "0", "0", "0"])?);
-    /// assert_eq!(spade.render("144")?, "144, 4, 1024, 32, 0, 0, 0");
+    /// assert_eq!(spade.render("144", &shape)?, "144, 4, 1024, 32, 0, 0, 0");
     /// # Ok::<(), dashrank::Error>(())
     /// ```
-    pub fn render(&self, name: &str) -> Result<String> {
+    pub fn render(&self, name: &str, shape: &MatrixShape) -> Result<String> {
+        use crate::program::taco::{TacoOptions, TacoProgram};
         Ok(match self {
-            AnyConfig::Taco(c) => super::TacoSchedule::from_superschedule(c)?.to_string(),
+            AnyConfig::Taco(c) => {
+                TacoProgram::from_superschedule(c, shape, &TacoOptions::default())?.command_line()
+            }
             AnyConfig::Spade(c) => super::SpadeRow {
                 name: name.to_owned(),
                 config: *c,

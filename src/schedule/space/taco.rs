@@ -8,7 +8,7 @@
 //!   `x1 x0 y1 y0` of the sparse matrix `A(x, y)`, and the fixed-CSR baseline each driver
 //!   times first (`M.parallelize("i", 48, 32)` for SpMM/SDDMM, `(…, 48, 128)` for SpMV);
 //! - `code_generator/include/execution_manager.hpp` and `format_schedule.hpp` — how the line
-//!   becomes TACO input (see [`TacoSchedule`](super::TacoSchedule)).
+//!   becomes a TACO program (see [`crate::program::taco`]).
 //!
 //! | kernel | expression (WACO names) | split tokens | loop names | `A`'s modes |
 //! |---|---|---|---|---|
