@@ -92,6 +92,30 @@
 // `dashrank_candidate_info.state`: the head's schema rejects its line; not ranked.
 #define DASHRANK_CANDIDATE_INVALID_SCHEDULE 3
 
+// Largest tensor order and argument count in the fixed-size info structs.
+#define DASHRANK_TACO_MAX_ORDER 8
+
+// Size of the name buffers in the info structs (names are NUL-terminated).
+#define DASHRANK_TACO_NAME_LEN 32
+
+// A TACO level format: dense (`d`).
+#define DASHRANK_TACO_DENSE 0
+
+// A TACO level format: compressed (`s`).
+#define DASHRANK_TACO_COMPRESSED 1
+
+// `dashrank_taco_command_info.kind`: `bound(index, bound, extent, kind)`.
+#define DASHRANK_TACO_BOUND 0
+
+// `dashrank_taco_command_info.kind`: `reorder(v1, …, vn)`.
+#define DASHRANK_TACO_REORDER 1
+
+// `dashrank_taco_command_info.kind`: `parallelize(index, unit, races)`.
+#define DASHRANK_TACO_PARALLELIZE 2
+
+// `dashrank_taco_command_info.kind`: `assemble(tensor, strategy)`.
+#define DASHRANK_TACO_ASSEMBLE 3
+
 // The status every fallible `dashrank_*` function returns.
 //
 // `DASHRANK_STATUS_OK` (0) is success. Errors are grouped in ranges of 100 per stage:
@@ -120,6 +144,9 @@ enum dashrank_status
   DASHRANK_STATUS_SCHEDULE = 300,
   // The target has no schedule space for that kernel (SPADE or SparseTIR with SpMV).
   DASHRANK_STATUS_UNSUPPORTED_KERNEL = 301,
+  // A schedule's repacked layout of the matrix exceeds its size limit (TACO: dense levels
+  // under compressed ones store zeros).
+  DASHRANK_STATUS_LAYOUT_TOO_LARGE = 302,
   // The dense-graph executor failed.
   DASHRANK_STATUS_EXECUTOR = 400,
   // The requested backend is not compiled in or could not be initialised.
@@ -215,6 +242,19 @@ typedef struct dashrank_space dashrank_space;
 // alive, and it can only be ranked with the model that made it.
 typedef struct dashrank_space_candidates dashrank_space_candidates;
 
+// The sparse matrix repacked for a program (opaque): the `pos`/`crd` arrays of each level
+// and the values, as a `taco_tensor_t` points to them.
+//
+// Owned by the caller, freed with `dashrank_taco_packed_free`; the arrays it lends live as
+// long as the handle. Immutable.
+typedef struct dashrank_taco_packed dashrank_taco_packed;
+
+// A stock-TACO program for one matrix shape (opaque): see `docs/taco.md`.
+//
+// Owned by the caller, freed with `dashrank_taco_program_free`. Immutable: any number of
+// threads may read one handle at once.
+typedef struct dashrank_taco_program dashrank_taco_program;
+
 // A log callback: `message` is NUL-terminated, `len` excludes the terminator, and both are
 // valid only during the call. Called on whichever thread logs, possibly on several threads
 // at once: it must be thread-safe, must not unwind, and must not call
@@ -251,6 +291,73 @@ typedef struct dashrank_candidate_info {
   // Whether it is the toolchain's default configuration.
   bool is_default;
 } dashrank_candidate_info;
+
+// How schedules become TACO programs. Initialise with `dashrank_taco_options_init`.
+typedef struct dashrank_taco_options {
+  // Set by `dashrank_taco_options_init` to `DASHRANK_ABI_VERSION`; checked on use.
+  uint32_t abi_version;
+  // OpenMP threads of the programs; 0 (default) uses every core of this machine.
+  uint32_t threads;
+  // Extent of the dense axis of SpMM and SDDMM (default 256, WACO's `N`).
+  uint32_t dense_extent;
+  // Largest repacked layout, in positions per nonzero (default 20, WACO's limit).
+  uint32_t max_positions_per_nonzero;
+} dashrank_taco_options;
+
+// A program at a glance.
+typedef struct dashrank_taco_program_info {
+  // `DASHRANK_KERNEL_*`.
+  uint32_t kernel;
+  // Number of tensors (the result first, then the operands in expression order).
+  size_t tensors;
+  // Number of scheduling commands.
+  size_t commands;
+  // OpenMP threads (`taco_set_num_threads`).
+  uint32_t threads;
+  // Chunk of the dynamic OpenMP schedule (`taco_set_parallel_schedule`).
+  uint32_t chunk;
+} dashrank_taco_program_info;
+
+// One tensor of a program: its modes in storage order (mode ordering is the identity).
+typedef struct dashrank_taco_tensor_info {
+  // `C`, `A`, `B` or `D`.
+  char name[DASHRANK_TACO_NAME_LEN];
+  // Number of modes.
+  size_t order;
+  // Index variable of each mode.
+  char vars[DASHRANK_TACO_MAX_ORDER][DASHRANK_TACO_NAME_LEN];
+  // Dimension of each mode.
+  uint32_t dims[DASHRANK_TACO_MAX_ORDER];
+  // `DASHRANK_TACO_DENSE` or `DASHRANK_TACO_COMPRESSED` per level.
+  uint32_t formats[DASHRANK_TACO_MAX_ORDER];
+} dashrank_taco_tensor_info;
+
+// One scheduling command of a program, with its arguments as the `taco` CLI spells them.
+typedef struct dashrank_taco_command_info {
+  // `DASHRANK_TACO_BOUND`, `_REORDER`, `_PARALLELIZE` or `_ASSEMBLE`.
+  uint32_t kind;
+  // Number of arguments.
+  size_t n_args;
+  // The arguments (`bound`: index, bound, extent, BoundType; `parallelize`: index,
+  // ParallelUnit, OutputRaceStrategy; `assemble`: tensor, AssembleStrategy).
+  char args[DASHRANK_TACO_MAX_ORDER][DASHRANK_TACO_NAME_LEN];
+} dashrank_taco_command_info;
+
+// One level of a repacked tensor. The arrays belong to the `dashrank_taco_packed`.
+typedef struct dashrank_taco_level {
+  // `DASHRANK_TACO_DENSE` or `DASHRANK_TACO_COMPRESSED`.
+  uint32_t format;
+  // The level's dimension.
+  uint32_t dimension;
+  // Compressed: the `pos` array (`pos_len` entries); dense: NULL.
+  const int32_t *pos;
+  // Length of `pos`.
+  size_t pos_len;
+  // Compressed: the `crd` array (`crd_len` entries); dense: NULL.
+  const int32_t *crd;
+  // Length of `crd`.
+  size_t crd_len;
+} dashrank_taco_level;
 
 // One reported candidate of `dashrank_space_top_k`.
 typedef struct dashrank_ranked {
@@ -547,6 +654,64 @@ dashrank_status dashrank_last_error_message(char *buf, size_t len, size_t *neede
 // `DASHRANK_STATUS_OK` when the last call succeeded. Thread-local, like
 // [`dashrank_last_error_message`].
 dashrank_status dashrank_last_error_status(void);
+
+// Sets `options` to the defaults (every core, dense extent 256, 20 positions per nonzero).
+dashrank_status dashrank_taco_options_init(struct dashrank_taco_options *options);
+
+// The program of a SuperSchedule `line` (tokens as in WACO's data; a trailing `= ms` is
+// ignored) of `kernel` (`DASHRANK_KERNEL_*`) for an `nrows` × `ncols` matrix. `options` may be
+// NULL (defaults).
+dashrank_status dashrank_taco_program_from_line(uint32_t kernel, const char *line, size_t nrows, size_t ncols, const struct dashrank_taco_options *options, struct dashrank_taco_program **out);
+
+// TACO's own CSR program of `kernel` for an `nrows` × `ncols` matrix (the default every
+// tuning compares against). `options` may be NULL.
+dashrank_status dashrank_taco_program_csr(uint32_t kernel, size_t nrows, size_t ncols, const struct dashrank_taco_options *options, struct dashrank_taco_program **out);
+
+// The program of candidate `index` of a TACO space prepared for a matrix (the default is
+// TACO's CSR). `DASHRANK_STATUS_INVALID_ARGUMENT` for a space of another toolchain.
+dashrank_status dashrank_taco_program_from_candidate(const struct dashrank_space_candidates *candidates, size_t index, const struct dashrank_taco_options *options, struct dashrank_taco_program **out);
+
+// Frees a program and sets `*program` to NULL (NULL is ignored).
+dashrank_status dashrank_taco_program_free(struct dashrank_taco_program **program);
+
+// The program as one stock `taco` command line. Size reporting and truncation as in
+// `dashrank_status_message`.
+dashrank_status dashrank_taco_program_command_line(const struct dashrank_taco_program *program, char *buf, size_t len, size_t *needed);
+
+// The program in TACO's C++ API (`// fill:` marks where the operands get their values).
+// Size reporting and truncation as in `dashrank_status_message`.
+dashrank_status dashrank_taco_program_cpp(const struct dashrank_taco_program *program, char *buf, size_t len, size_t *needed);
+
+// Kernel, tensor and command counts, threads and chunk of a program.
+dashrank_status dashrank_taco_program_summary(const struct dashrank_taco_program *program, struct dashrank_taco_program_info *out);
+
+// Tensor `index` of a program (0 is the result).
+dashrank_status dashrank_taco_program_tensor(const struct dashrank_taco_program *program, size_t index, struct dashrank_taco_tensor_info *out);
+
+// Scheduling command `index` of a program, in the order they apply.
+dashrank_status dashrank_taco_program_command(const struct dashrank_taco_program *program, size_t index, struct dashrank_taco_command_info *out);
+
+// Repacks a CSR matrix (`int32` arrays, `values` in CSR order or NULL for ones) into the
+// program's sparse tensor. `DASHRANK_STATUS_LAYOUT_TOO_LARGE` when the layout exceeds the
+// options' limit (nothing large is allocated then); `DASHRANK_STATUS_INVALID_ARGUMENT`
+// when the matrix shape is not the program's. `options` may be NULL.
+dashrank_status dashrank_taco_pack_csr_i32(const struct dashrank_taco_program *program, size_t nrows, size_t ncols, const int32_t *row_ptr, const int32_t *col_idx, const float *values, size_t nnz, const struct dashrank_taco_options *options, struct dashrank_taco_packed **out);
+
+// As `dashrank_taco_pack_csr_i32` with `int64` index arrays.
+dashrank_status dashrank_taco_pack_csr_i64(const struct dashrank_taco_program *program, size_t nrows, size_t ncols, const int64_t *row_ptr, const int64_t *col_idx, const float *values, size_t nnz, const struct dashrank_taco_options *options, struct dashrank_taco_packed **out);
+
+// The number of levels of a packed tensor.
+dashrank_status dashrank_taco_packed_levels(const struct dashrank_taco_packed *packed, size_t *levels);
+
+// Level `index` of a packed tensor (outermost first); the arrays live as long as `packed`.
+dashrank_status dashrank_taco_packed_level(const struct dashrank_taco_packed *packed, size_t index, struct dashrank_taco_level *out);
+
+// The values of a packed tensor (one per position of its last level; zeros where no
+// nonzero lands); the array lives as long as `packed`.
+dashrank_status dashrank_taco_packed_values(const struct dashrank_taco_packed *packed, const float **values, size_t *len);
+
+// Frees a packed tensor and sets `*packed` to NULL (NULL is ignored).
+dashrank_status dashrank_taco_packed_free(struct dashrank_taco_packed **packed);
 
 // The `k` best candidates of `candidates` for `matrix`, best first (ties broken by
 // candidate index), then the toolchain's default when it is not among them: the default is

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the C API into PREFIX (default /usr/local): include/dashrank.h,
+# Installs the C API into PREFIX (default /usr/local): include/dashrank.h, the C++ headers
+# dashrank.hpp and dashrank_taco.hpp (the latter needs TACO's headers and libtaco),
 # lib/libdashrank.so.<ABI> (+ libdashrank.so symlink), lib/libdashrank.a and
 # lib/pkgconfig/dashrank.pc. Builds the release library first unless --no-build.
 #   bash scripts/install-capi.sh [--no-build] [PREFIX]
@@ -14,7 +15,7 @@ version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
 # Libraries the static archive needs (from `rustc --print native-static-libs` on Linux).
 private_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
 mkdir -p "$prefix/include" "$prefix/lib/pkgconfig"
-install -m 644 include/dashrank.h "$prefix/include/dashrank.h"
+install -m 644 include/dashrank.h include/dashrank.hpp include/dashrank_taco.hpp "$prefix/include/"
 install -m 755 target/release/libdashrank.so "$prefix/lib/libdashrank.so.$abi"
 ln -sf "libdashrank.so.$abi" "$prefix/lib/libdashrank.so"
 install -m 644 target/release/libdashrank.a "$prefix/lib/libdashrank.a"

@@ -101,10 +101,7 @@ fn tuning_through_a_c_callback_equals_model_tune() {
             assert_eq!(got.ms, t);
         }
         assert_eq!(call.2, m.is_default);
-        assert_eq!(
-            call.1,
-            want_cands.render(m.index, "band").unwrap()
-        );
+        assert_eq!(call.1, want_cands.render(m.index, "band").unwrap());
     }
     assert!(calls.last().unwrap().2 || want.ranking.default_position < 6);
     let best = want.best.unwrap();

@@ -5,7 +5,7 @@
 //
 // CANDIDATES.txt holds one WACO SuperSchedule per line, optionally with "= <ms>" (e.g.
 // ../shared/data/waco/collected/SpMM/<matrix>.txt).
-#include "dashrank.hpp"
+#include <dashrank.hpp>
 
 #include <algorithm>
 #include <cmath>

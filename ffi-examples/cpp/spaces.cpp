@@ -9,7 +9,7 @@
 // candidate's row split and dense-column split (a stand-in for compiling the TACO command
 // with TACO, as in ffi-examples/c/taco_driver.c); it declines k-outer loop orders, which
 // dashrank then skips.
-#include "dashrank.hpp"
+#include <dashrank.hpp>
 
 #include <algorithm>
 #include <chrono>

@@ -30,6 +30,7 @@ mod model;
 mod rank;
 mod space;
 mod status;
+mod taco;
 mod tune;
 
 use std::ffi::c_char;
@@ -41,6 +42,7 @@ pub use model::*;
 pub use rank::*;
 pub use space::*;
 pub use status::*;
+pub use taco::*;
 pub use tune::*;
 
 /// Version of the C ABI. It changes whenever a change breaks binary compatibility, and the

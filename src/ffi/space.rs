@@ -93,7 +93,7 @@ fn to_target(code: u32) -> FfiResult<Target> {
     }
 }
 
-fn to_kernel(code: u32) -> FfiResult<Kernel> {
+pub(super) fn to_kernel(code: u32) -> FfiResult<Kernel> {
     match code {
         DASHRANK_KERNEL_SPMM => Ok(Kernel::SpMM),
         DASHRANK_KERNEL_SDDMM => Ok(Kernel::SDDMM),
