@@ -671,6 +671,10 @@ dashrank_status dashrank_taco_program_csr(uint32_t kernel, size_t nrows, size_t 
 // TACO's CSR). `DASHRANK_STATUS_INVALID_ARGUMENT` for a space of another toolchain.
 dashrank_status dashrank_taco_program_from_candidate(const struct dashrank_space_candidates *candidates, size_t index, const struct dashrank_taco_options *options, struct dashrank_taco_program **out);
 
+// The program of a `taco` command line written by `dashrank_taco_program_command_line` (or
+// `dashrank rank --format taco`).
+dashrank_status dashrank_taco_program_parse(const char *command_line, struct dashrank_taco_program **out);
+
 // Frees a program and sets `*program` to NULL (NULL is ignored).
 dashrank_status dashrank_taco_program_free(struct dashrank_taco_program **program);
 

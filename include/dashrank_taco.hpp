@@ -48,6 +48,12 @@ class Program {
     detail::check(dashrank_taco_program_from_line(kernel, line.c_str(), nrows, ncols, options, &p));
     return Program(p);
   }
+  /// The program of a `taco` command line dashrank wrote.
+  static Program parse(const std::string &command_line) {
+    dashrank_taco_program *p = nullptr;
+    detail::check(dashrank_taco_program_parse(command_line.c_str(), &p));
+    return Program(p);
+  }
   /// TACO's own CSR program (the toolchain default).
   static Program csr(uint32_t kernel, size_t nrows, size_t ncols,
                      const dashrank_taco_options *options = nullptr) {

@@ -18,6 +18,7 @@ pub mod program;
 pub mod rank;
 pub mod schedule;
 pub mod simd;
+pub mod tune;
 #[cfg(feature = "tvm")]
 mod tvm;
 pub mod vocab;

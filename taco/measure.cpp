@@ -6,8 +6,8 @@
 //   dashrank-taco-measure --matrix M.csr --kernel spmm csr            # TACO's own CSR program
 //   dashrank-taco-measure --matrix M.csr --kernel spmm --serve        # one request per stdin line
 //
-// Each schedule (a WACO SuperSchedule line, or `csr`) becomes dashrank's TACO program for the
-// matrix (repacked with dashrank_taco_pack_csr_i32), is compiled by TACO's code generator,
+// Each schedule (a WACO SuperSchedule line, `csr`, or a `taco` command line dashrank wrote)
+// becomes dashrank's TACO program for the matrix (repacked with dashrank_taco_pack_csr_i32), is compiled by TACO's code generator,
 // run once and checked against a CSR reference computed here in double precision (an entry
 // off by more than 1e-3 of the sum of its terms' magnitudes fails the measurement), then timed:
 // warm-up runs, then rounds in which every schedule of the call runs once, interleaved, until
@@ -15,8 +15,9 @@
 // per line, in argument order. With --baseline, TACO's CSR program runs interleaved too and
 // its median goes to stderr (`baseline csr: <ms> ms`).
 //
-// --serve answers each stdin line with `ok <ms>` (`ok <ms> <csr_ms>` with --baseline) or
-// `error <message>`, so one process (one matrix read, one reference, one compiled CSR) serves
+// --serve answers each stdin line with `ok <ms>` (`ok <ms> <csr_ms> <ratio>` with --baseline,
+// the ratio being the median over rounds of the candidate's time over the CSR time of the same
+// round) or `error <message>`, so one process (one matrix read, one reference, one compiled CSR) serves
 // a whole tuning run. Exit status: 0 when every schedule was measured, 1 when one failed (the
 // reason on stderr), 2 on bad arguments.
 #include <dashrank_taco.hpp>
@@ -58,7 +59,8 @@ struct Options {
   std::cerr << "error: " << why << "\n"
             << "usage: dashrank-taco-measure --matrix M.csr|M.mtx --kernel spmm|sddmm|spmv\n"
                "         [--threads N] [--dense N] [--repeats R] [--warmup W] [--max-seconds S]\n"
-               "         [--baseline] (--serve | SCHEDULE...)   SCHEDULE: a SuperSchedule line or csr\n";
+               "         [--baseline] (--serve | SCHEDULE...)\n"
+               "SCHEDULE: a SuperSchedule line, csr, or a `taco ...` command line from dashrank\n";
   std::exit(2);
 }
 
@@ -236,8 +238,9 @@ dashrank_taco_options taco_options(const Options &o) {
 // Builds, runs once and checks one schedule; throws with the reason when it fails.
 Measured prepare(const std::string &schedule, const Csr &m, const Reference &ref, const Options &o) {
   dashrank_taco_options t = taco_options(o);
-  auto program = schedule == "csr"
-                     ? dashrank::taco::Program::csr(o.kernel, m.rows, m.cols, &t)
+  auto program = schedule == "csr" ? dashrank::taco::Program::csr(o.kernel, m.rows, m.cols, &t)
+                 : schedule.rfind("taco ", 0) == 0
+                     ? dashrank::taco::Program::parse(schedule)
                      : dashrank::taco::Program::from_line(o.kernel, schedule, m.rows, m.cols, &t);
   dashrank::taco::Packed packed(program, m.rows, m.cols, m.row_ptr.data(), m.col_idx.data(), m.values.data(), &t);
   auto fill = [&](const std::string &tensor, size_t row, size_t col) -> float {
@@ -257,6 +260,13 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The candidate's time over the baseline's, round by round (the two ran back to back).
+std::vector<double> ratios(const std::vector<double> &a, const std::vector<double> &b) {
+  std::vector<double> r;
+  for (size_t i = 0; i < a.size() && i < b.size(); i++) r.push_back(b[i] > 0 ? a[i] / b[i] : 0);
+  return r;
 }
 
 // Warm-up, then interleaved rounds until --repeats or --max-seconds (at least 3 rounds).
@@ -288,7 +298,7 @@ int serve(const Csr &m, const Reference &ref, const Options &o) {
       if (csr) csr->ms.clear(), set.push_back(csr.get());
       time_interleaved(set, o);
       std::cout << "ok " << median(cand.ms);
-      if (csr) std::cout << " " << median(csr->ms);
+      if (csr) std::cout << " " << median(csr->ms) << " " << median(ratios(cand.ms, csr->ms));
       std::cout << std::endl;
     } catch (const std::exception &e) {
       std::string why = e.what();

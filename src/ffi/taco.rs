@@ -246,6 +246,22 @@ pub unsafe extern "C" fn dashrank_taco_program_from_candidate(
     })
 }
 
+/// The program of a `taco` command line written by `dashrank_taco_program_command_line` (or
+/// `dashrank rank --format taco`).
+#[no_mangle]
+pub unsafe extern "C" fn dashrank_taco_program_parse(
+    command_line: *const c_char,
+    out: *mut *mut dashrank_taco_program,
+) -> dashrank_status {
+    guard(|| {
+        let out = unsafe { try_mut(out, "out") }?;
+        *out = std::ptr::null_mut();
+        let text = unsafe { try_str(command_line, "command_line") }?;
+        *out = box_into_handle(TacoProgram::parse_command_line(text)?);
+        Ok(())
+    })
+}
+
 /// Frees a program and sets `*program` to NULL (NULL is ignored).
 #[no_mangle]
 pub unsafe extern "C" fn dashrank_taco_program_free(

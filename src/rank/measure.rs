@@ -5,6 +5,7 @@
 
 use crate::error::Result;
 use crate::model::{MatrixEmbedding, Model};
+use crate::tune::{tune, LineOps, MeasureRequest, Measured, TuneOptions};
 
 use super::space::{SpaceCandidates, SpaceTopK};
 
@@ -53,7 +54,8 @@ impl TuneResult {
 impl Model {
     /// Ranks `candidates` for `matrix`, calls `measure(index)` on the top `k` (best first)
     /// and then on the default (if it is not in the top `k`), and returns the fastest
-    /// measured candidate with all measurements.
+    /// measured candidate with all measurements: [`crate::tune::tune`] with
+    /// [`TuneOptions::top_k`], each candidate as ranked.
     ///
     /// `measure` returns the candidate's runtime in milliseconds, or `None` if it could not
     /// be measured; a non-finite or negative time counts as `None`. The default is measured
@@ -71,23 +73,31 @@ impl Model {
         mut measure: impl FnMut(usize) -> Option<f64>,
     ) -> Result<TuneResult> {
         let ranking = self.top_k_with_default(matrix, candidates, k)?;
-        let mut measurements = Vec::with_capacity(ranking.entries.len());
-        let mut best: Option<Measurement> = None;
-        for e in &ranking.entries {
-            let ms = measure(e.index).filter(|t| t.is_finite() && *t >= 0.0);
-            let m = Measurement {
-                index: e.index,
-                score: e.score,
-                is_default: e.is_default,
-                ms,
-            };
-            if let Some(t) = ms {
-                if best.and_then(|b| b.ms).is_none_or(|b| t < b) {
-                    best = Some(m);
-                }
-            }
-            measurements.push(m);
-        }
+        let mut measurer = |r: &MeasureRequest<'_>| -> std::result::Result<Measured, String> {
+            measure(r.index)
+                .map(Measured::ms)
+                .ok_or_else(|| "no time".to_owned())
+        };
+        let ops = LineOps::new(candidates);
+        let tuned = tune(
+            self,
+            matrix,
+            candidates,
+            &ops,
+            &TuneOptions::top_k(k),
+            &mut measurer,
+        )?;
+        let measurements: Vec<Measurement> = tuned
+            .measurements
+            .iter()
+            .map(|m| Measurement {
+                index: m.index,
+                score: m.score,
+                is_default: m.is_default,
+                ms: m.objective(),
+            })
+            .collect();
+        let best = tuned.best.map(|p| measurements[p]);
         Ok(TuneResult {
             ranking,
             measurements,

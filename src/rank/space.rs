@@ -209,6 +209,17 @@ impl<C: SpaceConfig> SpaceCandidates<C> {
         self.configs(index..index + 1).into_iter().next()
     }
 
+    /// The index of `config` among the candidates, if the space holds it (the appended
+    /// default included).
+    pub fn index_of(&self, config: &C) -> Option<usize> {
+        if let Some((c, _)) = &self.appended_default {
+            if c == config {
+                return Some(self.prepared.len);
+            }
+        }
+        self.prepared.space.index_of(config, &self.shape)
+    }
+
     /// The line of candidate `index`, as fed to the schema.
     pub fn line(&self, index: usize) -> Option<String> {
         if let Some(pos) = self.overlay.position(index) {

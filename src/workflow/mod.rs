@@ -34,7 +34,9 @@ mod command;
 mod report;
 
 pub use command::{parse_ms, MeasureCommand, MeasureFailure};
-pub use report::{status_text, SpaceRankReport, SpaceRankedEntry, TuneEntry, TuneReport};
+pub use report::{
+    status_text, SkippedEntry, SpaceRankReport, SpaceRankedEntry, TuneEntry, TuneReport,
+};
 
 use crate::error::{Error, Result};
 use crate::model::{HeadInfo, Model, ModelInfo};

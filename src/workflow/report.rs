@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::rank::{CandidateStatus, SpaceCandidates, SpaceTopK, TuneResult};
+use crate::rank::{CandidateStatus, SpaceCandidates, SpaceTopK};
 use crate::schedule::space::AnyConfig;
+use crate::tune::{CandidateOps, Measurement, Tuned};
 
 /// One reported candidate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -122,10 +123,25 @@ pub struct TuneEntry {
     /// The candidate's ranking entry (rank, index, score, default, line, toolchain text).
     #[serde(flatten)]
     pub ranked: SpaceRankedEntry,
+    /// 0 for the default and the seeds (or the top k), then the search round.
+    pub round: usize,
     /// The measured time in milliseconds; `None` when the measurement failed.
     pub ms: Option<f64>,
-    /// Why the measurement failed, when the measure function said.
+    /// The interleaved baseline's time, when the measurer has one.
+    pub baseline_ms: Option<f64>,
+    /// Why the measurement failed.
     pub failure: Option<String>,
+    /// Seconds since tuning started, when the measurement ended.
+    pub elapsed_s: f64,
+}
+
+/// A candidate a tuning run passed over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedEntry {
+    /// Candidate index.
+    pub index: usize,
+    /// Why.
+    pub reason: String,
 }
 
 /// A tuning run as data: every measurement in the order taken, the fastest, the default.
@@ -141,8 +157,10 @@ pub struct TuneReport {
     pub candidates: usize,
     /// Number of ranked candidates.
     pub ranked: usize,
-    /// The measurements: the top `k` best first, then the default if it was not among them.
+    /// The measurements, in the order taken.
     pub measurements: Vec<TuneEntry>,
+    /// Candidates passed over without a measurement.
+    pub skipped: Vec<SkippedEntry>,
     /// The fastest measured candidate (the default included); `None` when all failed.
     pub best_index: Option<usize>,
     /// Its time in milliseconds.
@@ -151,50 +169,67 @@ pub struct TuneReport {
     pub default_index: usize,
     /// The default's time in milliseconds, when measured.
     pub default_ms: Option<f64>,
-    /// `default_ms / best_ms`, when both were measured and `best_ms > 0`.
+    /// How much faster the best ran than the default ([`Tuned::speedup_over_default`]).
     pub speedup_over_default: Option<f64>,
 }
 
 impl TuneReport {
-    /// The report of `tuned` over `candidates` for the matrix named `matrix`; `failures`
-    /// gives the reason of each failed measurement, by candidate index.
+    /// The report of `tuned` over `candidates` for the matrix named `matrix`, each candidate
+    /// in its toolchain's form by `ops`.
     ///
     /// # Errors
     ///
-    /// As [`SpaceRankReport::new`].
+    /// When a measured candidate cannot be rendered.
     pub fn new(
         matrix: &str,
         candidates: &SpaceCandidates<AnyConfig>,
-        tuned: &TuneResult,
-        failures: &[(usize, String)],
+        tuned: &Tuned,
+        ops: &dyn CandidateOps,
     ) -> Result<Self> {
-        let ranking = SpaceRankReport::new(matrix, candidates, &tuned.ranking)?;
-        let measurements = ranking
-            .entries
-            .into_iter()
-            .zip(&tuned.measurements)
-            .map(|(ranked, m)| TuneEntry {
-                ms: m.ms,
-                failure: m
-                    .ms
-                    .is_none()
-                    .then(|| failures.iter().find(|(i, _)| *i == m.index))
-                    .flatten()
-                    .map(|(_, why)| why.clone()),
-                ranked,
+        let measurements = tuned
+            .measurements
+            .iter()
+            .map(|m| {
+                Ok(TuneEntry {
+                    ranked: SpaceRankedEntry {
+                        rank: m.rank.map(|r| r + 1),
+                        index: m.index,
+                        score: (!m.score.is_nan()).then_some(m.score),
+                        is_default: m.is_default,
+                        status: candidates
+                            .status(m.index)
+                            .map_or_else(String::new, status_text),
+                        line: candidates.line(m.index).unwrap_or_default(),
+                        toolchain: ops.render(m.index)?,
+                    },
+                    round: m.round,
+                    ms: m.ms(),
+                    baseline_ms: m.result.as_ref().ok().and_then(|r| r.baseline_ms),
+                    failure: m.result.as_ref().err().cloned(),
+                    elapsed_s: m.elapsed.as_secs_f64(),
+                })
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
+        let best = tuned.best_measurement();
         Ok(Self {
             matrix: matrix.to_owned(),
-            head: ranking.head,
-            space: ranking.space,
-            candidates: ranking.candidates,
-            ranked: ranking.ranked,
+            head: candidates.head().to_owned(),
+            space: candidates.space_name().to_owned(),
+            candidates: candidates.len(),
+            ranked: tuned.ranked,
             measurements,
-            best_index: tuned.best.map(|b| b.index),
-            best_ms: tuned.best.and_then(|b| b.ms),
+            skipped: tuned
+                .skipped
+                .iter()
+                .map(|s| SkippedEntry {
+                    index: s.index,
+                    reason: s.reason.clone(),
+                })
+                .collect(),
+            best_index: best.map(|b| b.index),
+            best_ms: best.and_then(Measurement::ms),
             default_index: candidates.default_index(),
-            default_ms: tuned.default_measurement().and_then(|m| m.ms),
+            default_ms: tuned.default_measurement().and_then(Measurement::ms),
             speedup_over_default: tuned.speedup_over_default(),
         })
     }

@@ -13,9 +13,8 @@ Examples:
   # TACO's whole SpMM space for a matrix: the top 5 and the TACO default as TACO commands
   dashrank rank --model models/waco-spmm --matrix m.mtx --space taco --top 5 --format taco
 
-  # measure the top 5 and the default with your own command, keep the fastest
-  dashrank tune --model models/waco-spmm --matrix m.mtx --space taco --top 5 \\
-      --measure-cmd './bench-taco.sh {}' --timeout 60
+  # tune with stock TACO: the default, the model's 10 best programs, then their neighbours
+  dashrank tune --model models/waco-spmm --matrix m.csr --space taco --measurer taco --budget 50
 
   # evaluate against measured runtimes; exit 2 if any matrix has tau < 0.5
   dashrank eval --model models/waco-spmm \\
@@ -46,8 +45,8 @@ pub enum Command {
     /// Rank candidate schedules (a file of lines, or a toolchain's whole space with its
     /// default) for one or more matrices.
     Rank(RankArgs),
-    /// Measure the top k of a toolchain's space and its default with a command; keep the
-    /// fastest.
+    /// Measure the default and the model's best candidates, go on from the fastest measured
+    /// (a budgeted search), keep the fastest.
     Tune(TuneArgs),
     /// Evaluate a model against measured runtimes (rank correlation, top-k loss), for CI;
     /// `--shard I/N` evaluates one part and writes a partial report.
@@ -182,17 +181,26 @@ pub struct RankArgs {
 
 #[derive(Args)]
 #[command(after_help = "\
-The measure command runs through `sh -c` once per candidate (the top N, then the toolchain
-default), with `{}` replaced by the candidate in its toolchain's form as one quoted word
-(TACO: `OMP_NUM_THREADS=48 OMP_SCHEDULE=dynamic,16 -f=A:ssds:2,3,0,1 -s=split(i,i1,i0,16) ...`;
-SPADE: a CSV row; SparseTIR: a JSON object). The environment also has DASHRANK_CANDIDATE,
-DASHRANK_LINE and DASHRANK_INDEX. It must print its runtime in milliseconds (the last number
-on stdout, e.g. `1.25` or `time: 1.25 ms`) and exit 0; a non-zero exit, no number, or a run
-past --timeout (its process group is killed) is a failed measurement and is skipped.
+Strategies: `search` (default) measures the toolchain default, the --top best candidates
+(seeds), then rounds of the neighbours of the fastest measured ones (a split doubled or halved,
+two adjacent loops swapped, a format flag flipped, the chunk doubled or halved), ranked by the
+model, until --budget measurements (the default's included) or --budget-time; `top-k` measures
+the --top best, then the default. Candidates whose TACO program a measured one already has are
+skipped (--all-programs measures them), as are TACO layouts over the size limit.
 
-Example:
-  dashrank tune --model models/waco-spmm --matrix m.mtx --space taco --max-split 8 \\
-      --measure-cmd 'python3 bench.py {}' --top 5 --timeout 30")]
+Measurers: `--measurer taco` runs each program through stock TACO with dashrank-taco-measure
+(build it: bash scripts/taco-tools.sh), checks it against a CSR reference and times it
+interleaved with TACO's CSR. `--measure-cmd` runs a shell command once per candidate, with `{}`
+replaced by the candidate in its toolchain's form as one quoted word (TACO: a `taco ...` command
+line; SPADE: a CSV row; SparseTIR: a JSON object); the environment also has
+DASHRANK_CANDIDATE, DASHRANK_LINE and DASHRANK_INDEX. It must print its runtime in milliseconds
+(the last number on stdout) and exit 0; anything else, or a run past --timeout (its process
+group is killed), is a failed measurement and is skipped.
+
+Examples:
+  dashrank tune --model models/waco-spmm --matrix m.csr --space taco --measurer taco --budget 50
+  dashrank tune --model models/waco-spmm --matrix m.csr --space taco --strategy top-k --top 5 \\
+      --measure-cmd 'target/taco/dashrank-taco-measure --matrix m.csr --kernel spmm {}'")]
 pub struct TuneArgs {
     #[command(flatten)]
     pub model: ModelArgs,
@@ -205,17 +213,58 @@ pub struct TuneArgs {
     #[command(flatten)]
     pub space_args: SpaceArgs,
     /// Shell command measuring one candidate; `{}` is replaced by the candidate.
-    #[arg(long, value_name = "CMD")]
-    pub measure_cmd: String,
-    /// How many of the best-ranked candidates to measure (the default is measured too).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, value_name = "CMD", conflicts_with = "measurer")]
+    pub measure_cmd: Option<String>,
+    /// A built-in measurer: `taco` (stock TACO through dashrank-taco-measure).
+    #[arg(long, value_enum, required_unless_present = "measure_cmd")]
+    pub measurer: Option<MeasurerArg>,
+    /// Path of dashrank-taco-measure (default: $DASHRANK_TACO_MEASURE, target/taco/, PATH).
+    #[arg(long, value_name = "FILE")]
+    pub taco_measure: Option<PathBuf>,
+    /// How candidates are chosen.
+    #[arg(long, value_enum, default_value = "search")]
+    pub strategy: StrategyArg,
+    /// The best-ranked candidates measured first (search: the seeds).
+    #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Most measurements, the default's included.
+    #[arg(long, default_value_t = 50)]
+    pub budget: usize,
+    /// Seconds after which no measurement starts.
+    #[arg(long, value_name = "SECS")]
+    pub budget_time: Option<f64>,
+    /// Measure candidates whose program a measured candidate already has.
+    #[arg(long)]
+    pub all_programs: bool,
+    /// OpenMP threads of the TACO programs (default: every core).
+    #[arg(long)]
+    pub threads: Option<u32>,
     /// Seconds one measuring run may take.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     pub timeout: f64,
+    /// Write every successful measurement as `<line> = <ms>` (WACO's collected format, which
+    /// `dashrank eval` reads) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub write_measured: Option<PathBuf>,
     /// Output format (table or json).
     #[arg(long, value_enum, default_value = "table")]
     pub format: FormatArg,
+}
+
+/// Built-in measurers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MeasurerArg {
+    /// Stock TACO (dashrank-taco-measure).
+    Taco,
+}
+
+/// Tuning strategies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StrategyArg {
+    /// The default, the best --top, then neighbours of the fastest.
+    Search,
+    /// The best --top, then the default.
+    TopK,
 }
 
 #[derive(Args)]

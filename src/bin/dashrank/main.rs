@@ -9,6 +9,7 @@ mod inspect;
 mod rank;
 mod space;
 mod svg;
+mod taco;
 mod tune;
 
 use std::path::Path;

@@ -160,6 +160,21 @@ impl TacoProgram {
         Ok(self.layout_of(&sorted, pattern, options))
     }
 
+    /// [`Self::layout`], refused when it exceeds its limit.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::LayoutTooLarge`](crate::ErrorKind::LayoutTooLarge) when it does; as
+    /// [`Self::layout`].
+    pub fn check_layout(&self, pattern: &CsrPattern, options: &TacoOptions) -> Result<TacoLayout> {
+        let layout = self.layout(pattern, options)?;
+        if layout.fits() {
+            Ok(layout)
+        } else {
+            Err(too_large(&layout, pattern.nnz(), options))
+        }
+    }
+
     /// Repacks `pattern` (with `values` in CSR order, or all ones) into the sparse tensor's
     /// level storage.
     ///

@@ -352,6 +352,10 @@ where
         self.0.default_index(shape)
     }
 
+    fn index_of(&self, config: &S::Config, shape: &MatrixShape) -> Option<usize> {
+        self.0.index_of(config, shape)
+    }
+
     /// The wrapped space's statuses. A configuration without a unified form (none of the
     /// registered spaces has one) is not marked here: its empty line is rejected by the
     /// model's schema instead.

@@ -349,8 +349,12 @@ pub trait ScheduleSpace {
     /// Position of [`Self::default_config`]`(shape)` in [`Self::enumerate`]`(shape)`, if it
     /// is there (otherwise a ranker appends it after the last configuration).
     fn default_index(&self, shape: &MatrixShape) -> Option<usize> {
-        let default = self.default_config(shape);
-        self.enumerate(shape).iter().position(|c| *c == default)
+        self.index_of(&self.default_config(shape), shape)
+    }
+
+    /// Position of `config` in [`Self::enumerate`]`(shape)`, if it is there.
+    fn index_of(&self, config: &Self::Config, shape: &MatrixShape) -> Option<usize> {
+        self.enumerate(shape).iter().position(|c| c == config)
     }
 
     /// The statuses of every configuration for `shape`, by the rule of

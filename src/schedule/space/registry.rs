@@ -518,6 +518,15 @@ impl ScheduleSpace for AnySpace {
         }
     }
 
+    fn index_of(&self, config: &AnyConfig, shape: &MatrixShape) -> Option<usize> {
+        match (&self.inner, config) {
+            (Inner::Taco(s), AnyConfig::Taco(c)) => s.index_of(c, shape),
+            (Inner::Spade(s), AnyConfig::Spade(c)) => s.index_of(c, shape),
+            (Inner::SparseTir(s), AnyConfig::SparseTir(c)) => s.index_of(c, shape),
+            _ => None,
+        }
+    }
+
     /// The wrapped space's statuses (see [`Mapped`](super::Mapped)'s note on configurations
     /// without a unified form).
     fn shape_statuses(&self, shape: &MatrixShape) -> ShapeStatuses {

@@ -276,6 +276,42 @@ impl SuperSchedule {
         i.and_then(|i| self.splits.get(i).copied()).unwrap_or(1)
     }
 
+    /// The SuperSchedules one step away, by the rules of `space` (the parallel loop it
+    /// picks): each split doubled or halved, each pair of adjacent loops swapped, each format
+    /// flag flipped, the chunk doubled or halved. Only structurally valid ones
+    /// ([`Self::validate`]); whether `space` enumerates them is for the caller to check.
+    pub fn neighbours(&self, space: &TacoSpace) -> Vec<SuperSchedule> {
+        let mut out = Vec::new();
+        for i in 0..self.splits.len() {
+            for s in [self.splits[i].saturating_mul(2), self.splits[i] / 2] {
+                let mut n = self.clone();
+                n.splits[i] = s;
+                out.push(n);
+            }
+        }
+        for p in 1..self.order.len() {
+            let mut n = self.clone();
+            n.order.swap(p - 1, p);
+            n.par_index = space.par_index_for(&n.order);
+            out.push(n);
+        }
+        for f in 0..self.formats.len() {
+            let mut n = self.clone();
+            n.formats[f] = match n.formats[f] {
+                LevelFormat::Compressed => LevelFormat::Uncompressed,
+                LevelFormat::Uncompressed => LevelFormat::Compressed,
+            };
+            out.push(n);
+        }
+        for c in [self.chunk.saturating_mul(2), self.chunk / 2] {
+            let mut n = self.clone();
+            n.chunk = c;
+            out.push(n);
+        }
+        out.retain(|n| n != self && n.validate().is_ok());
+        out
+    }
+
     /// The line, tokens separated by single spaces, without a time.
     pub fn to_line(&self) -> String {
         let mut t: Vec<String> = self.splits.iter().map(u32::to_string).collect();
@@ -568,7 +604,11 @@ impl ScheduleSpace for TacoSpace {
     }
 
     fn default_index(&self, shape: &MatrixShape) -> Option<usize> {
-        self.default_index_fast(&self.default_config(shape))
+        self.index_fast(&self.default_config(shape))
+    }
+
+    fn index_of(&self, config: &SuperSchedule, _shape: &MatrixShape) -> Option<usize> {
+        self.index_fast(config)
     }
 
     /// Only duplicates (splits clamped to the matrix): every enumerated configuration passes

@@ -232,8 +232,8 @@ impl TacoSpace {
         }
     }
 
-    /// Where the default configuration sits in the enumeration, if it does.
-    pub(super) fn default_index_fast(&self, default: &SuperSchedule) -> Option<usize> {
+    /// Where a configuration sits in the enumeration, if it does.
+    pub(super) fn index_fast(&self, default: &SuperSchedule) -> Option<usize> {
         let layout = self.layout();
         let block = layout.combos.iter().position(|c| *c == default.splits)?;
         let order = layout.orders.iter().position(|o| *o == default.order)?;
@@ -397,7 +397,7 @@ mod tests {
                 }
                 let default = space.default_config(&shape);
                 assert_eq!(
-                    space.default_index_fast(&default),
+                    space.index_fast(&default),
                     list.items
                         .iter()
                         .position(|c| c.config == default)

@@ -1,0 +1,203 @@
+//! The TACO measurer: one `dashrank-taco-measure --serve --baseline` process per tuning run
+//! (the matrix read and its reference computed once), asked one program per line; each reply
+//! carries the candidate's time and TACO's CSR time measured interleaved with it. A request
+//! that outlives the timeout, or a process that dies (a generated kernel that crashes), fails
+//! that measurement and the next request starts a new process.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use dashrank::tune::{MeasureRequest, Measured, Measurer};
+use dashrank::Kernel;
+
+/// Where the measurer binary is: `--taco-measure`, `$DASHRANK_TACO_MEASURE`,
+/// `target/taco/dashrank-taco-measure` beside this binary's `target/`, or `PATH`.
+pub fn find_measurer(flag: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = flag {
+        return Ok(p.to_owned());
+    }
+    if let Some(p) = std::env::var_os("DASHRANK_TACO_MEASURE") {
+        return Ok(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok();
+    let beside = exe.as_deref().and_then(|e| {
+        e.parent()?
+            .parent()
+            .map(|t| t.join("taco/dashrank-taco-measure"))
+    });
+    if let Some(p) = beside.filter(|p| p.is_file()) {
+        return Ok(p);
+    }
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("dashrank-taco-measure"))
+            .find(|p| p.is_file())
+    });
+    on_path.context(
+        "dashrank-taco-measure not found: build it with `bash scripts/taco-tools.sh`, then pass \
+         --taco-measure PATH or set DASHRANK_TACO_MEASURE",
+    )
+}
+
+/// What the measurer process is started with.
+#[derive(Debug, Clone)]
+pub struct TacoMeasureConfig {
+    pub exe: PathBuf,
+    pub matrix: PathBuf,
+    pub kernel: Kernel,
+    pub threads: Option<u32>,
+    pub dense_extent: u32,
+    pub timeout: Duration,
+}
+
+/// A running `dashrank-taco-measure --serve --baseline`.
+pub struct TacoMeasurer {
+    config: TacoMeasureConfig,
+    process: Option<Server>,
+}
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    replies: Receiver<String>,
+}
+
+impl TacoMeasurer {
+    /// Starts the measurer (it reads the matrix and compiles TACO's CSR before it is ready).
+    pub fn start(config: TacoMeasureConfig) -> Result<Self> {
+        let mut m = Self {
+            config,
+            process: None,
+        };
+        m.process = Some(m.spawn()?);
+        Ok(m)
+    }
+
+    fn spawn(&self) -> Result<Server> {
+        let c = &self.config;
+        let mut cmd = Command::new(&c.exe);
+        cmd.arg("--matrix").arg(&c.matrix);
+        cmd.args([
+            "--kernel",
+            c.kernel.as_str(),
+            "--dense",
+            &c.dense_extent.to_string(),
+        ]);
+        cmd.args([
+            "--threads",
+            &c.threads.unwrap_or(0).to_string(),
+            "--serve",
+            "--baseline",
+        ]);
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting {}", c.exe.display()))?;
+        let stdin = child.stdin.take().context("measurer stdin")?;
+        let stdout = child.stdout.take().context("measurer stdout")?;
+        let (tx, replies) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout)
+                .lines()
+                .map_while(std::result::Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut server = Server {
+            child,
+            stdin,
+            replies,
+        };
+        match server.replies.recv_timeout(c.timeout) {
+            Ok(line) if line == "ready" => Ok(server),
+            Ok(line) => bail!("{} did not start: {line}", c.exe.display()),
+            Err(_) => {
+                server.stop();
+                bail!(
+                    "{} did not start (no reply within {:?})",
+                    c.exe.display(),
+                    c.timeout
+                )
+            }
+        }
+    }
+
+    fn ask(&mut self, request: &str) -> std::result::Result<String, String> {
+        if self.process.is_none() {
+            self.process = Some(self.spawn().map_err(|e| format!("{e:#}"))?);
+        }
+        let server = self.process.as_mut().ok_or("no measurer process")?;
+        let sent = writeln!(server.stdin, "{request}").and_then(|()| server.stdin.flush());
+        let reply = match sent {
+            Ok(()) => server.replies.recv_timeout(self.config.timeout),
+            Err(_) => Err(RecvTimeoutError::Disconnected),
+        };
+        match reply {
+            Ok(line) => Ok(line),
+            Err(e) => {
+                if let Some(mut s) = self.process.take() {
+                    s.stop();
+                }
+                Err(match e {
+                    RecvTimeoutError::Timeout => {
+                        format!("timed out after {:?}", self.config.timeout)
+                    }
+                    RecvTimeoutError::Disconnected => {
+                        "the measurer process died (the kernel crashed)".to_owned()
+                    }
+                })
+            }
+        }
+    }
+}
+
+impl Server {
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for TacoMeasurer {
+    fn drop(&mut self) {
+        if let Some(mut s) = self.process.take() {
+            drop(s.stdin);
+            let _ = s.child.wait();
+        }
+    }
+}
+
+impl Measurer for TacoMeasurer {
+    fn measure(&mut self, request: &MeasureRequest<'_>) -> std::result::Result<Measured, String> {
+        let reply = self.ask(request.program)?;
+        parse_reply(&reply)
+    }
+}
+
+/// `ok <ms> <csr_ms> <ratio>` or `error <why>`.
+fn parse_reply(reply: &str) -> std::result::Result<Measured, String> {
+    let mut words = reply.split_whitespace();
+    match words.next() {
+        Some("ok") => {
+            let mut number = || words.next().and_then(|w| w.parse::<f64>().ok());
+            let (ms, baseline_ms, ratio) = (number(), number(), number());
+            ms.map(|ms| Measured {
+                ms,
+                baseline_ms,
+                ratio,
+            })
+            .ok_or_else(|| format!("unreadable reply '{reply}'"))
+        }
+        Some("error") => Err(reply.trim_start_matches("error").trim().to_owned()),
+        _ => Err(format!("unreadable reply '{reply}'")),
+    }
+}

@@ -1,0 +1,1 @@
+//! Tests of the tuning loop on a real model and a small TACO space.
