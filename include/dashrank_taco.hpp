@@ -27,7 +27,12 @@
 #include <taco/index_notation/transformations.h>
 #include <taco/lower/lower.h>
 
+#include <dlfcn.h>
+#include <omp.h>
+
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -253,30 +258,73 @@ struct Kernel {
     for (const auto &t : tensors) s.push_back(t.getStorage());
     return s;
   }
+  /// Compiles the statement with TACO's code generator (what `build` does).
+  void compile() {
+    ::taco::IndexStmt lowered = ::taco::scalarPromote(stmt.concretize());
+    auto module = std::make_shared<::taco::ir::Module>();
+    module->addFunction(::taco::lower(lowered, "compute", false, true));
+    module->addFunction(::taco::lower(lowered, "assemble", true, false));
+    module->addFunction(::taco::lower(lowered, "evaluate", true, true));
+    module->compile();
+    compiled = ::taco::Kernel(lowered, module, module->getFuncPtr("evaluate"),
+                              module->getFuncPtr("assemble"), module->getFuncPtr("compute"));
+  }
+  /// Uses the C code the stock `taco` CLI wrote for the program (`-write-source=FILE`)
+  /// instead, compiled as TACO compiles (cc, TACO_CFLAGS or `-O3 -ffast-math -std=c99`,
+  /// OpenMP) and called directly.
+  void compile_source(const std::string &c_file) {
+    std::string so = c_file + ".so";
+    const char *flags = std::getenv("TACO_CFLAGS");
+    std::string cmd = std::string("cc ") + (flags ? flags : "-O3 -ffast-math -std=c99") +
+                      " -fopenmp -shared -fPIC " + c_file + " -o " + so + " -lm";
+    if (std::system(cmd.c_str()) != 0) throw Error(DASHRANK_STATUS_INVALID_ARGUMENT, "compiling failed: " + cmd);
+    void *lib = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) throw Error(DASHRANK_STATUS_INVALID_ARGUMENT, std::string("dlopen: ") + dlerror());
+    source_compute = dlsym(lib, "compute");
+    source_assemble = dlsym(lib, "assemble");
+    if (!source_compute || !source_assemble) throw Error(DASHRANK_STATUS_INVALID_ARGUMENT, c_file + " has no compute/assemble");
+    // Converted once: a conversion rewrites the struct from the storage, which never sees
+    // what the directly called functions allocate.
+    for (const auto &x : tensors) source_args.push_back(static_cast<taco_tensor_t *>(x.getStorage()));
+  }
   /// Allocates and assembles the result; call once before compute().
   void assemble() {
     set_runtime();
-    if (!compiled.assemble(storages())) throw Error(DASHRANK_STATUS_INVALID_ARGUMENT, "TACO assemble failed");
+    bool ok = source_assemble ? call(source_assemble) == 0 : compiled.assemble(storages());
+    if (!ok) throw Error(DASHRANK_STATUS_INVALID_ARGUMENT, "TACO assemble failed");
   }
   /// Computes the result's values.
   void compute() {
     set_runtime();
-    if (!compiled.compute(storages())) throw Error(DASHRANK_STATUS_INVALID_ARGUMENT, "TACO compute failed");
+    bool ok = source_compute ? call(source_compute) == 0 : compiled.compute(storages());
+    if (!ok) throw Error(DASHRANK_STATUS_INVALID_ARGUMENT, "TACO compute failed");
   }
   /// The result's stored entries as (row, col, value) in the original matrix coordinates
   /// (SpMV: col 0), walking its levels.
   std::vector<std::tuple<size_t, size_t, float>> result_entries() const;
 
  private:
+  void *source_compute = nullptr;
+  void *source_assemble = nullptr;
+  std::vector<taco_tensor_t *> source_args;
   void set_runtime() const {
     ::taco::taco_set_num_threads(threads);
     ::taco::taco_set_parallel_schedule(::taco::ParallelSchedule::Dynamic, chunk);
+    // A function called directly (compile_source) does not pass TACO's shim, which sets these.
+    omp_set_num_threads(threads);
+    omp_set_schedule(omp_sched_dynamic, chunk);
+  }
+  int call(void *fn) const {
+    const std::vector<taco_tensor_t *> &t = source_args;
+    if (t.size() == 3)
+      return reinterpret_cast<int (*)(taco_tensor_t *, taco_tensor_t *, taco_tensor_t *)>(fn)(t[0], t[1], t[2]);
+    return reinterpret_cast<int (*)(taco_tensor_t *, taco_tensor_t *, taco_tensor_t *, taco_tensor_t *)>(fn)(
+        t[0], t[1], t[2], t[3]);
   }
 };
 
-/// Builds and compiles a program with TACO (see the file comment). TACO's errors (a schedule
-/// its compiler refuses, generated code that does not compile) surface as taco::TacoException.
-inline Kernel build(const Program &program, const Packed &packed, const DenseFill &fill) {
+/// Declares a program's tensors and writes its scheduled statement, without compiling it.
+inline Kernel declare(const Program &program, const Packed &packed, const DenseFill &fill) {
   dashrank_taco_program_info info = program.info();
   Kernel k;
   k.threads = static_cast<int>(info.threads);
@@ -308,25 +356,25 @@ inline Kernel build(const Program &program, const Packed &packed, const DenseFil
   ::taco::IndexStmt stmt = k.tensors[0].getAssignment().concretize();
   for (size_t c = 0; c < info.commands; c++) stmt = detail::apply(stmt, program.command(c), vars, by_name);
   k.stmt = stmt;
-  ::taco::IndexStmt lowered = ::taco::scalarPromote(stmt.concretize());
-  auto module = std::make_shared<::taco::ir::Module>();
-  module->addFunction(::taco::lower(lowered, "compute", false, true));
-  module->addFunction(::taco::lower(lowered, "assemble", true, false));
-  module->addFunction(::taco::lower(lowered, "evaluate", true, true));
-  module->compile();
-  k.compiled = ::taco::Kernel(lowered, module, module->getFuncPtr("evaluate"),
-                              module->getFuncPtr("assemble"), module->getFuncPtr("compute"));
+  return k;
+}
+
+/// Builds and compiles a program with TACO (see the file comment). TACO's errors (a schedule
+/// its compiler refuses, generated code that does not compile) surface as taco::TacoException.
+inline Kernel build(const Program &program, const Packed &packed, const DenseFill &fill) {
+  Kernel k = declare(program, packed, fill);
+  k.compile();
   return k;
 }
 
 inline std::vector<std::tuple<size_t, size_t, float>> Kernel::result_entries() const {
-  const ::taco::TensorBase &result = tensors[0];
-  const ::taco::TensorStorage &storage = result.getStorage();
-  const ::taco::Index &index = storage.getIndex();
-  const float *vals = static_cast<const float *>(storage.getValues().getData());
+  // The kernel writes the result's arrays into its taco_tensor_t: walk that.
+  const taco_tensor_t *t =
+      source_args.empty() ? static_cast<taco_tensor_t *>(tensors[0].getStorage()) : source_args[0];
+  const float *vals = reinterpret_cast<const float *>(t->vals);
   std::vector<std::string> names;
   for (const auto &v : tensors[0].getAssignment().getLhs().getIndexVars()) names.push_back(v.getName());
-  std::vector<int> dims = result.getDimensions();
+  std::vector<size_t> dims(t->dimensions, t->dimensions + t->order);
   std::vector<std::tuple<size_t, size_t, float>> out;
   std::vector<size_t> coords(dims.size());
   // Axis coordinate of the level coordinates: an outer part times the inner extent, plus it.
@@ -343,22 +391,21 @@ inline std::vector<std::tuple<size_t, size_t, float>> Kernel::result_entries() c
     }
     return x;
   };
+  bool matrix = false;
+  for (const auto &n : names) matrix = matrix || n[0] == 'j';
   std::function<void(size_t, size_t)> walk = [&](size_t level, size_t parent) {
     if (level == dims.size()) {
-      bool matrix = false;
-      for (const auto &n : names) matrix = matrix || n[0] == 'j';
       out.emplace_back(axis('i'), matrix ? axis('j') : 0, vals[parent]);
       return;
     }
-    const ::taco::ModeIndex &mode = index.getModeIndex(static_cast<int>(level));
-    if (result.getFormat().getModeFormats()[level] == ::taco::Dense) {
-      for (int c = 0; c < dims[level]; c++) {
-        coords[level] = static_cast<size_t>(c);
-        walk(level + 1, parent * static_cast<size_t>(dims[level]) + static_cast<size_t>(c));
+    if (t->mode_types[level] == taco_mode_dense) {
+      for (size_t c = 0; c < dims[level]; c++) {
+        coords[level] = c;
+        walk(level + 1, parent * dims[level] + c);
       }
     } else {
-      const int *pos = static_cast<const int *>(mode.getIndexArray(0).getData());
-      const int *crd = static_cast<const int *>(mode.getIndexArray(1).getData());
+      const int *pos = reinterpret_cast<const int *>(t->indices[level][0]);
+      const int *crd = reinterpret_cast<const int *>(t->indices[level][1]);
       for (int q = pos[parent]; q < pos[parent + 1]; q++) {
         coords[level] = static_cast<size_t>(crd[q]);
         walk(level + 1, static_cast<size_t>(q));

@@ -15,9 +15,9 @@ mkdir -p "$out"
 # The C library as installed (SONAME libdashrank.so.<ABI>), staged under target/taco/prefix.
 bash scripts/install-capi.sh --no-build "$out/prefix" >&2
 bin=$out/dashrank-taco-measure
-if [ ! -x "$bin" ] || [ -n "$(find taco/measure.cpp include target/release/libdashrank.so -newer "$bin" 2>/dev/null | head -1)" ]; then
+if [ ! -x "$bin" ] || [ -n "$(find taco include target/release/libdashrank.so -newer "$bin" 2>/dev/null | head -1)" ]; then
   echo "== building $bin" >&2
-  g++ -std=c++17 -O2 -Wall -Wextra -Werror -I"$out/prefix/include" -isystem "$taco/include" \
+  g++ -std=c++17 -O2 -Wall -Wextra -Werror -I"$out/prefix/include" -isystem "$taco/include" -Itaco \
     taco/measure.cpp -L"$out/prefix/lib" -ldashrank -L"$taco/lib" -ltaco -fopenmp \
     -Wl,-rpath,"$PWD/$out/prefix/lib" -Wl,-rpath,"$taco/lib" -o "$bin"
 fi

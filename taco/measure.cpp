@@ -15,6 +15,14 @@
 // per line, in argument order. With --baseline, TACO's CSR program runs interleaved too and
 // its median goes to stderr (`baseline csr: <ms> ms`).
 //
+// OpenMP threads are bound to cores (OMP_PROC_BIND=true, OMP_PLACES=cores) unless OMP_PROC_BIND
+// is set: unbound, two threads sometimes shared one core of a 2-core VM and a 20 us kernel took
+// 8 ms (BENCHMARKS.md, "Measuring TACO").
+//
+// --kernel-source FILE.c runs the C code the stock `taco` CLI wrote for the schedule
+// (`taco ... -write-source=FILE.c`, one schedule) instead of compiling it through TACO's C++ API:
+// the check of a `dashrank rank --format taco` command line with dashrank's repacked matrix.
+//
 // --serve answers each stdin line with `ok <ms>` (`ok <ms> <csr_ms> <ratio>` with --baseline,
 // the ratio being the median over rounds of the candidate's time over the CSR time of the same
 // round) or `error <message>`, so one process (one matrix read, one reference, one compiled CSR) serves
@@ -22,11 +30,14 @@
 // reason on stderr), 2 on bad arguments.
 #include <dashrank_taco.hpp>
 
+#include "support.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -36,11 +47,7 @@
 
 namespace {
 
-struct Csr {
-  size_t rows = 0, cols = 0;
-  std::vector<int32_t> row_ptr, col_idx;
-  std::vector<float> values;
-};
+using namespace dashrank_taco_support;
 
 struct Options {
   std::string matrix;
@@ -52,6 +59,7 @@ struct Options {
   double max_seconds = 2.0;
   bool baseline = false;
   bool serve = false;
+  std::string kernel_source;
   std::vector<std::string> schedules;
 };
 
@@ -59,7 +67,7 @@ struct Options {
   std::cerr << "error: " << why << "\n"
             << "usage: dashrank-taco-measure --matrix M.csr|M.mtx --kernel spmm|sddmm|spmv\n"
                "         [--threads N] [--dense N] [--repeats R] [--warmup W] [--max-seconds S]\n"
-               "         [--baseline] (--serve | SCHEDULE...)\n"
+               "         [--baseline] [--kernel-source FILE.c] (--serve | SCHEDULE...)\n"
                "SCHEDULE: a SuperSchedule line, csr, or a `taco ...` command line from dashrank\n";
   std::exit(2);
 }
@@ -87,6 +95,7 @@ Options parse_args(int argc, char **argv) {
       else if (a == "--max-seconds") o.max_seconds = std::stod(value());
       else if (a == "--baseline") o.baseline = true;
       else if (a == "--serve") o.serve = true;
+      else if (a == "--kernel-source") o.kernel_source = value();
       else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
       else o.schedules.push_back(a);
     } catch (const std::logic_error &) {
@@ -97,129 +106,6 @@ Options parse_args(int argc, char **argv) {
   if (o.repeats < 1 || o.warmup < 0 || !(o.max_seconds > 0)) usage("bad --repeats/--warmup/--max-seconds");
   if (o.serve == !o.schedules.empty()) usage("give schedules or --serve (not both)");
   return o;
-}
-
-// A value in [-1, 1) from a 64-bit key (splitmix64), so runs are reproducible.
-float hash_value(uint64_t key) {
-  key += 0x9e3779b97f4a7c15ULL;
-  key = (key ^ (key >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  key = (key ^ (key >> 27)) * 0x94d049bb133111ebULL;
-  key ^= key >> 31;
-  return static_cast<float>(key >> 40) / static_cast<float>(1 << 23) - 1.0f;
-}
-
-// WACO's binary .csr (int32 rows, cols, nnz, row_ptr, col_idx) or a coordinate Matrix Market
-// file (general or symmetric, values ignored).
-Csr read_matrix(const std::string &path) {
-  Csr m;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  if (path.size() > 4 && path.substr(path.size() - 4) == ".mtx") {
-    std::string line, banner;
-    std::getline(in, banner);
-    bool symmetric = banner.find("symmetric") != std::string::npos;
-    while (std::getline(in, line) && (line.empty() || line[0] == '%')) {
-    }
-    size_t entries = 0;
-    std::istringstream(line) >> m.rows >> m.cols >> entries;
-    std::vector<std::pair<int32_t, int32_t>> coo;
-    for (size_t e = 0; e < entries && std::getline(in, line); e++) {
-      long r = 0, c = 0;
-      std::istringstream(line) >> r >> c;
-      coo.push_back({static_cast<int32_t>(r - 1), static_cast<int32_t>(c - 1)});
-      if (symmetric && r != c) coo.push_back({static_cast<int32_t>(c - 1), static_cast<int32_t>(r - 1)});
-    }
-    std::sort(coo.begin(), coo.end());
-    coo.erase(std::unique(coo.begin(), coo.end()), coo.end());
-    m.row_ptr.assign(m.rows + 1, 0);
-    for (auto &rc : coo) m.row_ptr[rc.first + 1]++, m.col_idx.push_back(rc.second);
-    for (size_t r = 0; r < m.rows; r++) m.row_ptr[r + 1] += m.row_ptr[r];
-  } else {
-    int32_t header[3];
-    if (!in.read(reinterpret_cast<char *>(header), sizeof header)) throw std::runtime_error(path + ": no header");
-    m.rows = static_cast<size_t>(header[0]);
-    m.cols = static_cast<size_t>(header[1]);
-    m.row_ptr.resize(m.rows + 1);
-    m.col_idx.resize(static_cast<size_t>(header[2]));
-    in.read(reinterpret_cast<char *>(m.row_ptr.data()), static_cast<std::streamsize>(m.row_ptr.size() * 4));
-    in.read(reinterpret_cast<char *>(m.col_idx.data()), static_cast<std::streamsize>(m.col_idx.size() * 4));
-    if (!in) throw std::runtime_error(path + ": truncated");
-  }
-  m.values.resize(m.col_idx.size());
-  for (size_t n = 0; n < m.values.size(); n++) m.values[n] = hash_value(n);
-  return m;
-}
-
-float dense_value(const std::string &tensor, size_t row, size_t col) {
-  return hash_value((static_cast<uint64_t>(tensor[0]) << 56) ^ (static_cast<uint64_t>(row) << 24) ^ col);
-}
-
-// The reference result in double precision and, per entry, the sum of its terms' magnitudes
-// (the scale of the floating-point error any summation order may make).
-struct Reference {
-  size_t cols = 0;  // of the dense result (SpMM: N, SpMV: 1); SDDMM: per nonzero
-  std::vector<double> value, scale;
-};
-
-Reference reference(const Csr &m, const Options &o) {
-  Reference ref;
-  size_t n = o.dense;
-  auto b = [&](size_t r, size_t c) { return static_cast<double>(dense_value("B", r, c)); };
-  if (o.kernel == DASHRANK_KERNEL_SDDMM) {
-    ref.value.assign(m.col_idx.size(), 0), ref.scale.assign(m.col_idx.size(), 0);
-    for (size_t i = 0; i < m.rows; i++)
-      for (int32_t q = m.row_ptr[i]; q < m.row_ptr[i + 1]; q++) {
-        size_t j = static_cast<size_t>(m.col_idx[q]);
-        double a = m.values[q], sum = 0, abs = 0;
-        for (size_t k = 0; k < n; k++) {
-          double t = a * b(i, k) * dense_value("D", j, k);
-          sum += t, abs += std::fabs(t);
-        }
-        ref.value[q] = sum, ref.scale[q] = abs;
-      }
-    return ref;
-  }
-  ref.cols = o.kernel == DASHRANK_KERNEL_SPMV ? 1 : n;
-  ref.value.assign(m.rows * ref.cols, 0), ref.scale.assign(m.rows * ref.cols, 0);
-  for (size_t i = 0; i < m.rows; i++)
-    for (int32_t q = m.row_ptr[i]; q < m.row_ptr[i + 1]; q++)
-      for (size_t j = 0; j < ref.cols; j++) {
-        double t = m.values[q] * b(static_cast<size_t>(m.col_idx[q]), j);
-        ref.value[i * ref.cols + j] += t, ref.scale[i * ref.cols + j] += std::fabs(t);
-      }
-  return ref;
-}
-
-// Empty when the result matches the reference, else what differs.
-std::string check(const dashrank::taco::Kernel &k, const Csr &m, const Reference &ref, uint32_t kernel) {
-  size_t checked = 0;
-  for (const auto &[row, col, got] : k.result_entries()) {
-    double want = 0, scale = 0;
-    if (row >= m.rows) continue;  // padding of a split
-    if (kernel == DASHRANK_KERNEL_SDDMM) {
-      auto first = m.col_idx.begin() + m.row_ptr[row], last = m.col_idx.begin() + m.row_ptr[row + 1];
-      auto it = std::lower_bound(first, last, static_cast<int32_t>(col));
-      if (it != last && *it == static_cast<int32_t>(col)) {
-        size_t q = static_cast<size_t>(it - m.col_idx.begin());
-        want = ref.value[q], scale = ref.scale[q], checked++;
-      }
-    } else {
-      if (col >= ref.cols) continue;
-      want = ref.value[row * ref.cols + col], scale = ref.scale[row * ref.cols + col], checked++;
-    }
-    if (std::fabs(got - want) > 1e-3 * scale + 1e-5) {
-      std::ostringstream s;
-      s << "wrong result at (" << row << ", " << col << "): " << got << ", want " << want;
-      return s.str();
-    }
-  }
-  size_t expected = kernel == DASHRANK_KERNEL_SDDMM ? m.col_idx.size() : m.rows * ref.cols;
-  if (checked != expected) {
-    std::ostringstream s;
-    s << "the result holds " << checked << " of the " << expected << " entries it should";
-    return s.str();
-  }
-  return "";
 }
 
 struct Measured {
@@ -248,10 +134,14 @@ Measured prepare(const std::string &schedule, const Csr &m, const Reference &ref
     size_t cols = o.kernel == DASHRANK_KERNEL_SPMV ? 1 : o.dense;
     return row < rows && col < cols ? dense_value(tensor, row, col) : 0.0f;
   };
-  Measured out{dashrank::taco::build(program, packed, fill), {}};
+  Measured out{dashrank::taco::declare(program, packed, fill), {}};
+  if (o.kernel_source.empty() || schedule == "csr")
+    out.kernel.compile();
+  else
+    out.kernel.compile_source(o.kernel_source);
   out.kernel.assemble();
   out.kernel.compute();
-  std::string wrong = check(out.kernel, m, ref, o.kernel);
+  std::string wrong = check(out.kernel.result_entries(), m, ref, o.kernel);
   if (!wrong.empty()) throw std::runtime_error(wrong);
   return out;
 }
@@ -311,11 +201,20 @@ int serve(const Csr &m, const Reference &ref, const Options &o) {
 
 }  // namespace
 
+// OpenMP reads its environment when it loads, so binding is set by re-running this program.
+void bind_threads_to_cores(char **argv) {
+  if (std::getenv("OMP_PROC_BIND") || std::getenv("DASHRANK_TACO_NO_BIND")) return;
+  setenv("OMP_PROC_BIND", "true", 1);
+  setenv("OMP_PLACES", "cores", 1);
+  execv("/proc/self/exe", argv);
+}
+
 int main(int argc, char **argv) {
+  bind_threads_to_cores(argv);
   Options o = parse_args(argc, argv);
   try {
     Csr m = read_matrix(o.matrix);
-    Reference ref = reference(m, o);
+    Reference ref = reference(m, o.kernel, o.dense);
     if (o.serve) return serve(m, ref, o);
     std::vector<std::unique_ptr<Measured>> owned;
     for (const auto &s : o.schedules) owned.push_back(std::make_unique<Measured>(prepare(s, m, ref, o)));

@@ -99,18 +99,26 @@ fn rank_space_taco_equals_the_library_with_the_default_injected() {
     let d = entries.iter().find(|e| e["is_default"] == true).unwrap();
     assert_eq!(d["line"], "1 1 1 i1 i0 k1 k0 j1 j0 1 1 0 1 i1 48 32");
 
-    // --format taco: TACO commands of the top 4 and the default.
+    // --format taco: stock `taco` command lines of the top 4 and the default (TACO's CSR).
     let text = ok(&dashrank(&[&args[..], &["--format", "taco"]].concat()));
     let commands: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(commands.len(), entries.len());
-    for c in &commands {
+    for (c, e) in commands.iter().zip(entries) {
+        let index = e["index"].as_u64().unwrap() as usize;
+        assert_eq!(*c, cands.render(index, "band96").unwrap());
+        let program = dashrank::program::taco::TacoProgram::parse_command_line(c).unwrap();
         assert!(
-            c.starts_with("OMP_NUM_THREADS=48 OMP_SCHEDULE=dynamic,"),
+            c.starts_with("taco \"C(") && c.contains(" -f=A:") && c.contains(" -s=\"parallelize("),
             "{c}"
         );
-        assert!(
-            c.contains(" -f=A:") && c.contains(" -s=reorder(") && c.contains(" -s=parallelize(")
-        );
+        if e["is_default"] == true {
+            assert!(
+                c.starts_with("taco \"C(i,j)=A(i,k)*B(k,j)\" -f=C:dd -f=A:ds -f=B:dd "),
+                "{c}"
+            );
+            assert!(!c.contains("bound("), "TACO's own CSR has no bound: {c}");
+        }
+        assert!(program.threads() >= 1);
     }
     let ranked = text.lines().filter(|l| l.starts_with("# rank "));
     assert_eq!(
@@ -244,6 +252,9 @@ fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
             "2",
             "--top",
             "3",
+            "--strategy",
+            "top-k",
+            "--all-programs",
             "--measure-cmd",
             cmd,
             "--format",

@@ -61,9 +61,10 @@ impl<C: SpaceConfig> CandidateOps for LineOps<'_, C> {
 }
 
 /// Candidates of a registered space in their toolchain's form
-/// ([`SpaceCandidates::render_with`]); for TACO: distinct by program, refused when their
-/// layout of the matrix is too large ([`with_pattern`](Self::with_pattern)), with WACO-space
-/// neighbours ([`crate::schedule::space::SuperSchedule::neighbours`]).
+/// ([`SpaceCandidates::render_with`]); for TACO: distinct by program, refused when stock TACO
+/// cannot build their program ([`TacoProgram::stock_taco_limit`](crate::program::taco::TacoProgram::stock_taco_limit))
+/// or their layout of the matrix is too large ([`with_pattern`](Self::with_pattern)), with
+/// WACO-space neighbours ([`crate::schedule::space::SuperSchedule::neighbours`]).
 pub struct ToolchainOps<'a> {
     candidates: &'a SpaceCandidates<AnyConfig>,
     name: String,
@@ -105,11 +106,14 @@ impl CandidateOps for ToolchainOps<'_> {
     }
 
     fn refuse(&self, index: usize) -> Option<String> {
-        let pattern = self.pattern?;
         let program = match self.candidates.config(index)? {
             AnyConfig::Taco(_) => self.candidates.taco_program(index, &self.taco).ok()?,
             _ => return None,
         };
+        if let Some(why) = program.stock_taco_limit() {
+            return Some(why);
+        }
+        let pattern = self.pattern?;
         let sparse = program.sparse();
         let key = format!("{}:{:?}", sparse.format_letters(), sparse.dims());
         let key = format!(

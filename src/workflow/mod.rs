@@ -189,6 +189,58 @@ pub fn prepare_once(
     model.prepare_schedule_space(&head, space)
 }
 
+/// [`Model::top_k_with_default`] without the candidates `ops` refuses for this matrix (TACO:
+/// a layout over its size limit, [`ToolchainOps::with_pattern`](crate::tune::ToolchainOps::with_pattern)):
+/// the `k` best that may run, then the default, and the refused ones met on the way (each with
+/// its reason). Ranks stay the model's, so a refused candidate leaves a gap.
+///
+/// # Errors
+///
+/// As [`Model::top_k_with_default`].
+pub fn top_k_runnable<C: crate::rank::SpaceConfig>(
+    model: &Model,
+    matrix: &crate::model::MatrixEmbedding,
+    candidates: &SpaceCandidates<C>,
+    k: usize,
+    ops: &dyn crate::tune::CandidateOps,
+) -> Result<(crate::rank::SpaceTopK, Vec<crate::tune::Skipped>)> {
+    let mut want = k;
+    loop {
+        let mut top = model.top_k_with_default(matrix, candidates, want)?;
+        let refused: Vec<crate::tune::Skipped> = top
+            .top()
+            .iter()
+            .filter_map(|e| {
+                ops.refuse(e.index).map(|reason| crate::tune::Skipped {
+                    index: e.index,
+                    reason,
+                })
+            })
+            .collect();
+        let exhausted = top.top_len < want;
+        if top.top_len - refused.len() >= k || exhausted {
+            let default = *top.default_entry();
+            let kept: Vec<_> = top.entries[..top.top_len]
+                .iter()
+                .filter(|e| !refused.iter().any(|r| r.index == e.index))
+                .take(k)
+                .cloned()
+                .collect();
+            top.top_len = kept.len();
+            top.entries = kept;
+            top.default_position = match top.entries.iter().position(|e| e.is_default) {
+                Some(p) => p,
+                None => {
+                    top.entries.push(default);
+                    top.entries.len() - 1
+                }
+            };
+            return Ok((top, refused));
+        }
+        want = want.saturating_mul(2).saturating_add(refused.len());
+    }
+}
+
 /// The head for `space` and the space in the line form that head parses.
 fn for_head(model: &Model, head: Option<&str>, space: &AnySpace) -> Result<(String, AnySpace)> {
     let h = head_for_space(model.info(), head, space)?;

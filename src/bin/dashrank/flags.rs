@@ -113,10 +113,12 @@ pub enum FormatArg {
     Table,
     /// JSON.
     Json,
-    /// Each reported candidate in its toolchain's form: TACO commands, SPADE CSV rows,
-    /// SparseTIR JSON (with --space only).
+    /// Each reported candidate in its toolchain's form: stock `taco` command lines, SPADE CSV
+    /// rows, SparseTIR JSON (with --space only).
     #[value(alias = "toolchain")]
     Taco,
+    /// Each reported TACO program in TACO's C++ API (with --space taco only).
+    Cpp,
 }
 
 /// Which toolchain space, for which kernel.

@@ -6,8 +6,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use dashrank::program::taco::TacoProgram;
 use dashrank::rank::top_k_indices;
 use dashrank::schedule::space::MatrixShape;
+use dashrank::tune::ToolchainOps;
 use dashrank::workflow::{self, SpaceRankReport};
 use dashrank::{eval, CostModel, Error, ErrorKind};
 use serde_json::json;
@@ -62,12 +64,19 @@ fn run_space(args: &RankArgs, format: FormatArg) -> Result<()> {
         let candidates = model
             .space_candidates(&prepared, &shape)
             .with_context(|| format!("space {} for {}", space.entry().name, path.display()))?;
-        let top = model.top_k_with_default(&matrix, &candidates, args.top)?;
-        let report = SpaceRankReport::new(&matrix_name(path), &candidates, &top)?;
+        let name = matrix_name(path);
+        let ops = ToolchainOps::new(&candidates, &name).with_pattern(&pattern);
+        let (top, refused) =
+            workflow::top_k_runnable(&model, &matrix, &candidates, args.top, &ops)?;
+        for r in &refused {
+            eprintln!("{name}: candidate {} passed over: {}", r.index, r.reason);
+        }
+        let report = SpaceRankReport::new(&name, &candidates, &top)?;
         match format {
             FormatArg::Json => reports.push(report),
             FormatArg::Table => print_space_table(&mut out, &report)?,
             FormatArg::Taco => print_toolchain(&mut out, &report)?,
+            FormatArg::Cpp => print_cpp(&mut out, &report)?,
         }
     }
     if format == FormatArg::Json {
@@ -135,11 +144,33 @@ fn print_toolchain(out: &mut impl Write, r: &SpaceRankReport) -> Result<()> {
     Ok(())
 }
 
+/// Each TACO program in TACO's C++ API; `//` lines say what it is.
+fn print_cpp(out: &mut impl Write, r: &SpaceRankReport) -> Result<()> {
+    for e in &r.entries {
+        let program = TacoProgram::parse_command_line(&e.toolchain).with_context(|| {
+            format!("--format cpp prints TACO programs; {} is not one", r.space)
+        })?;
+        let rank = e.rank.map_or_else(|| "-".to_owned(), |r| r.to_string());
+        let default = if e.is_default {
+            ", toolchain default"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "// {}: rank {rank}, candidate {}{default}: {}",
+            r.matrix, e.index, e.line
+        )?;
+        writeln!(out, "{}", program.cpp_snippet())?;
+    }
+    Ok(())
+}
+
 // === --candidates ===
 
 fn run_lines(args: &RankArgs, path: &Path, format: FormatArg) -> Result<()> {
-    if format == FormatArg::Taco {
-        bail!("--format taco prints a space's candidates in their toolchain's form: use it with --space");
+    if matches!(format, FormatArg::Taco | FormatArg::Cpp) {
+        bail!("--format taco|cpp prints a space's candidates in their toolchain's form: use it with --space");
     }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading candidates {}", path.display()))?;

@@ -75,7 +75,7 @@ fn tune_options(args: &TuneArgs) -> Result<TuneOptions> {
             .with_context(|| format!("{flag} must be a positive number of seconds, not {v}"))
     };
     seconds(args.timeout, "--timeout")?;
-    if args.format == FormatArg::Taco {
+    if matches!(args.format, FormatArg::Taco | FormatArg::Cpp) {
         bail!("tune prints a table or JSON (--format table|json)");
     }
     if args.budget == 0 {

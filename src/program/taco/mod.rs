@@ -319,7 +319,8 @@ impl TacoProgram {
         let mut loop_names = Vec::with_capacity(order.len());
         let mut par_name = par.to_owned();
         for v in order {
-            if !self.dense_everywhere(&v.name) {
+            // Stock TACO's `bound` beside `assemble` emits C that does not compile (SDDMM).
+            if self.kernel == Kernel::SDDMM || !self.dense_everywhere(&v.name) {
                 loop_names.push(v.name.clone());
                 continue;
             }
@@ -350,6 +351,61 @@ impl TacoProgram {
             },
         });
         commands
+    }
+
+    /// Why stock TACO (2b8ece4c) cannot build this program, if it cannot: it assembles a
+    /// sparse result (SDDMM's `C`, with `assemble(C,Insert)`) only from one dense level above
+    /// one compressed level, with every reduction loop inside both (otherwise it stops at
+    /// "ungrouped insertion" or emits C that does not compile). WACO patched TACO's output for
+    /// the rest.
+    pub fn stock_taco_limit(&self) -> Option<String> {
+        if self.kernel != Kernel::SDDMM {
+            return None;
+        }
+        let result = &self.tensors[0];
+        if result.levels != [LevelFormat::Uncompressed, LevelFormat::Compressed] {
+            return Some(format!(
+                "stock TACO assembles a sparse result only as one dense level above one \
+                 compressed level, not {}",
+                result.format_letters()
+            ));
+        }
+        let order = self.loop_order();
+        let last_output = order.iter().rposition(|v| result.level_of(v).is_some());
+        let first_reduction = order.iter().position(|v| result.level_of(v).is_none());
+        match (last_output, first_reduction) {
+            (Some(o), Some(r)) if r < o => Some(
+                "stock TACO assembles a sparse result only with the reduction loops innermost"
+                    .to_owned(),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The loop order: `reorder`'s variables (bound names mapped back), else TACO's own
+    /// (the result's modes, then the reduction variables in operand order).
+    pub fn loop_order(&self) -> Vec<String> {
+        let bound_of = |name: &str| {
+            self.commands.iter().find_map(|c| match c {
+                TacoCommand::Bound { index, bound, .. } if bound == name => Some(index.clone()),
+                _ => None,
+            })
+        };
+        for c in &self.commands {
+            if let TacoCommand::Reorder(v) = c {
+                return v
+                    .iter()
+                    .map(|n| bound_of(n).unwrap_or_else(|| n.clone()))
+                    .collect();
+            }
+        }
+        let mut order: Vec<String> = Vec::new();
+        for v in self.tensors.iter().flat_map(|t| t.vars.iter()) {
+            if !order.contains(&v.name) {
+                order.push(v.name.clone());
+            }
+        }
+        order
     }
 
     /// Whether every tensor that has the variable stores it in a dense level.

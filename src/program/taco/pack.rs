@@ -279,8 +279,7 @@ fn too_large(layout: &TacoLayout, nnz: usize, options: &TacoOptions) -> Error {
         positions: layout.largest_array(),
         limit: layout.limit.min(i32::MAX as u64),
         reason: format!(
-            "dense levels under compressed ones store zeros: the largest array needs {} entries for {nnz} nonzeros (at most {} per nonzero, and TACO's int32 positions)",
-            layout.largest_array(),
+            "{} per nonzero for {nnz} nonzeros; dense levels under compressed ones store zeros",
             options.max_positions_per_nonzero
         ),
     })
