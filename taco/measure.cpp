@@ -111,6 +111,7 @@ Options parse_args(int argc, char **argv) {
 struct Measured {
   dashrank::taco::Kernel kernel;
   std::vector<double> ms;
+  int batch = 1;  // runs per timed sample
 };
 
 dashrank_taco_options taco_options(const Options &o) {
@@ -159,18 +160,28 @@ std::vector<double> ratios(const std::vector<double> &a, const std::vector<doubl
   return r;
 }
 
-// Warm-up, then interleaved rounds until --repeats or --max-seconds (at least 3 rounds).
+// A timed sample runs a kernel this long at least, back to back (a kernel of tens of
+// microseconds is timed over several runs, as an iterative solver calls it).
+constexpr double MIN_SAMPLE_MS = 2.0;
+
+// Warm-up (which sets each kernel's batch), then interleaved rounds until --repeats or
+// --max-seconds (at least 3 rounds). A sample's time is per run.
 void time_interleaved(std::vector<Measured *> &set, const Options &o) {
   using clock = std::chrono::steady_clock;
+  auto timed = [](Measured *m) {
+    auto t0 = clock::now();
+    for (int b = 0; b < m->batch; b++) m->kernel.compute();
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count() / m->batch;
+  };
+  for (auto *m : set) {
+    double t = timed(m);
+    m->batch = t > 0 ? std::max(1, std::min(10000, static_cast<int>(std::ceil(MIN_SAMPLE_MS / t)))) : 1;
+  }
   for (int w = 0; w < o.warmup; w++)
-    for (auto *m : set) m->kernel.compute();
+    for (auto *m : set) timed(m);
   auto start = clock::now();
   for (int r = 0; r < o.repeats; r++) {
-    for (auto *m : set) {
-      auto t0 = clock::now();
-      m->kernel.compute();
-      m->ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    }
+    for (auto *m : set) m->ms.push_back(timed(m));
     double elapsed = std::chrono::duration<double>(clock::now() - start).count();
     if (r >= 2 && elapsed > o.max_seconds * static_cast<double>(set.size())) break;
   }

@@ -129,6 +129,9 @@ pub struct TuneEntry {
     pub ms: Option<f64>,
     /// The interleaved baseline's time, when the measurer has one.
     pub baseline_ms: Option<f64>,
+    /// The candidate's time over the baseline's, round by round (median), when the measurer
+    /// has a baseline ([`Measured::ratio`](crate::tune::Measured::ratio)).
+    pub ratio: Option<f64>,
     /// Why the measurement failed.
     pub failure: Option<String>,
     /// Seconds since tuning started, when the measurement ended.
@@ -205,6 +208,7 @@ impl TuneReport {
                     round: m.round,
                     ms: m.ms(),
                     baseline_ms: m.result.as_ref().ok().and_then(|r| r.baseline_ms),
+                    ratio: m.result.as_ref().ok().and_then(|r| r.ratio),
                     failure: m.result.as_ref().err().cloned(),
                     elapsed_s: m.elapsed.as_secs_f64(),
                 })

@@ -244,6 +244,13 @@ pub struct TuneArgs {
     /// Seconds one measuring run may take.
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     pub timeout: f64,
+    /// --measurer taco: most timing rounds per candidate (each runs the candidate and TACO's
+    /// CSR once).
+    #[arg(long, default_value_t = 15)]
+    pub repeats: u32,
+    /// --measurer taco: seconds after which a candidate's rounds stop (at least 3 rounds).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub measure_seconds: f64,
     /// Write every successful measurement as `<line> = <ms>` (WACO's collected format, which
     /// `dashrank eval` reads) to this file.
     #[arg(long, value_name = "FILE")]

@@ -52,6 +52,9 @@ pub struct TacoMeasureConfig {
     pub threads: Option<u32>,
     pub dense_extent: u32,
     pub timeout: Duration,
+    /// Most timing rounds per measurement, and the seconds after which rounds stop.
+    pub repeats: u32,
+    pub seconds: f64,
 }
 
 /// A running `dashrank-taco-measure --serve --baseline`.
@@ -93,6 +96,8 @@ impl TacoMeasurer {
             "--serve",
             "--baseline",
         ]);
+        cmd.args(["--repeats", &c.repeats.to_string()]);
+        cmd.args(["--max-seconds", &c.seconds.to_string()]);
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -125,6 +125,8 @@ fn measurer(
         threads: options.taco.threads,
         dense_extent: options.taco.dense_extent,
         timeout,
+        repeats: args.repeats,
+        seconds: args.measure_seconds,
     };
     Ok(Box::new(TacoMeasurer::start(config)?))
 }

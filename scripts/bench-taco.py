@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""TACO end to end on the real matrices: what the model's picks and the tuning find, measured
+through stock TACO against TACO's own CSR program in the same run.
+
+For each kernel and matrix (every kernel has a WACO model; every run checks each kernel's
+result against a CSR reference before timing it):
+
+- `dashrank tune --strategy top-k --top 20 --all-programs`: the model's 20 best as ranked,
+  then the default (TACO's CSR). Top-1 and the best of the top 5/10/20 are read off it.
+- the same with distinct programs (no `--all-programs`).
+- `dashrank tune --strategy search --budget B`: the default, 10 seeds, then neighbours of the
+  fastest, at most B measurements; the best-so-far curve and the tuning time.
+- WACO's FixedCSR (TACO's CSR plus `bound`) with dashrank-taco-measure.
+- rank correlation: a sample of schedules (for SpMM on the 3 matrices with WACO's measured
+  lines, those lines; else random lines of the space) measured, written in WACO's collected
+  format (`<tokens> = <ms>`) and read back by `dashrank eval` for Kendall's tau.
+
+Every speedup is TACO CSR time / candidate time, as the median over the run's rounds of the
+candidate and CSR run back to back (dashrank-taco-measure --baseline). Results go to
+OUT/<kernel>/<matrix>.*.json, OUT/measured/<KERNEL>/<matrix>.txt and OUT/summary.md.
+
+  python3 scripts/bench-taco.py --kernels spmm --budget 50 --sample 100
+"""
+import argparse
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+UPPER = {"spmm": "SpMM", "sddmm": "SDDMM", "spmv": "SpMV"}
+FIXED_CSR = {"spmm": "1 1 1 i1 i0 k1 k0 j1 j0 1 1 0 1 i1 48 32",
+             "sddmm": "1 1 1 i1 i0 j1 j0 k1 k0 1 1 0 1 i1 48 32",
+             "spmv": "1 1 i1 i0 k1 k0 1 1 0 1 i1 48 128"}
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def tune(args, kernel, matrix, extra, path):
+    if os.path.exists(path) and not args.fresh:
+        with open(path) as f:
+            return json.load(f)
+    cmd = [args.dashrank, "tune", "--model", f"{args.models}/waco-{kernel}", "--matrix", matrix,
+           "--space", "taco", "--measurer", "taco", "--taco-measure", args.measure, "--format", "json",
+           "--timeout", "300"] + extra
+    start = time.time()
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"  tune failed: {out.stderr.strip()[-300:]}", file=sys.stderr)
+        return None
+    report = json.loads(out.stdout)
+    report["wall_s"] = time.time() - start
+    with open(path, "w") as f:
+        json.dump(report, f)
+    return report
+
+
+def speedups(report):
+    """Per measurement in order: (is_default, speedup over CSR or None)."""
+    out = []
+    for m in report["measurements"]:
+        s = None
+        if m["ms"] is not None and m.get("ratio"):
+            s = 1.0 / m["ratio"]  # median over rounds of CSR time / candidate time
+        out.append((m["is_default"], s))
+    return out
+
+
+def best_of_first(report, k):
+    vals = [s for d, s in speedups(report) if not d][:k]
+    vals = [v for v in vals if v]
+    return max(vals) if vals else None
+
+
+def measure_lines(args, kernel, matrix, lines):
+    """{line: ms} for lines measured with the measurer server (failures left out)."""
+    p = subprocess.Popen([args.measure, "--matrix", matrix, "--kernel", kernel, "--serve",
+                          "--repeats", "9", "--max-seconds", "0.5"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    if p.stdout.readline().strip() != "ready":
+        return {}
+    out = {}
+    for line in lines:
+        p.stdin.write(line + "\n")
+        p.stdin.flush()
+        reply = p.stdout.readline().split()
+        if reply and reply[0] == "ok":
+            out[line] = float(reply[1])
+    p.stdin.close()
+    p.wait()
+    return out
+
+
+def random_lines(kernel, n, seed):
+    """Random lines of WACO's space (TacoSpace::waco's lists and loop-order rules)."""
+    rng = random.Random(seed)
+    axes = {"spmm": "ikj", "sddmm": "ijk", "spmv": "ik"}[kernel]
+    dense = {"spmm": "j", "sddmm": "k", "spmv": None}[kernel]
+    chunks = [2 ** p for p in range(6 if kernel == "sddmm" else 9)]
+    out = set()
+    while len(out) < n:
+        splits = [2 ** rng.randrange(8 if a == dense else 6) for a in axes]
+        names = [f"{a}{x}" for a in axes for x in "10"]
+        rng.shuffle(names)
+        pos = {v: i for i, v in enumerate(names)}
+        if any(pos[f"{a}1"] > pos[f"{a}0"] for a in axes):
+            continue
+        if dense:
+            ds = splits[axes.index(dense)]
+            last = pos[f"{dense}0"] == len(names) - 1 and (ds >= 8 or pos[f"{dense}1"] == len(names) - 2)
+            if not last or (kernel == "spmm" and pos["j1"] < pos["i1"]):
+                continue
+        flags = [rng.randrange(2) for _ in range(4)]
+        if kernel == "sddmm" and flags == [1, 1, 1, 1]:
+            continue
+        par = "i1"
+        if kernel == "sddmm":
+            par = next(v for v in names if v in ("i1", "j1"))
+        out.add(" ".join(map(str, splits + names + flags + [par, 48, rng.choice(chunks)])))
+    return sorted(out)
+
+
+def tau_sample(args, kernel, name, matrix):
+    collected = os.path.join(args.shared, "data/waco/collected", UPPER[kernel], f"{name}.txt")
+    if os.path.exists(collected):
+        with open(collected) as f:
+            lines = [l.split("=")[0].strip() for l in f if l.strip()][: args.sample]
+        source = "WACO's measured lines"
+    else:
+        lines = random_lines(kernel, args.sample, hash(name) & 0xFFFF)
+        source = "random lines of the space"
+    outdir = os.path.join(args.out, "measured", UPPER[kernel])
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, f"{name}.txt")
+    if not os.path.exists(path) or args.fresh:
+        ms = measure_lines(args, kernel, matrix, lines)
+        with open(path, "w") as f:
+            f.writelines(f"{l} = {t}\n" for l, t in ms.items())
+    return path, source
+
+
+def evaluate_tau(args, kernel):
+    d = os.path.join(args.out, "measured", UPPER[kernel])
+    if not os.path.isdir(d):
+        return {}
+    report = os.path.join(args.out, f"eval-{kernel}.json")
+    subprocess.run([args.dashrank, "eval", "--model", f"{args.models}/waco-{kernel}", "--measured", d,
+                    "--matrices", args.matrix_dir, "--json-out", report], capture_output=True, text=True)
+    if not os.path.exists(report):
+        return {}
+    with open(report) as f:
+        r = json.load(f)
+    return {m["matrix"]: m for m in r.get("matrices", [])}
+
+
+def fixed_csr(args, kernel, matrix):
+    out = subprocess.run([args.measure, "--matrix", matrix, "--kernel", kernel, "--baseline",
+                          "--repeats", "15", "--max-seconds", "1", FIXED_CSR[kernel]], capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, None
+    ms = float(out.stdout.split()[-1])
+    csr = float(out.stderr.split("baseline csr:")[1].split()[0])
+    return csr / ms, csr
+
+
+def bench_matrix(args, kernel, name):
+    matrix = os.path.join(args.matrix_dir, f"{name}.csr")
+    d = os.path.join(args.out, kernel)
+    os.makedirs(d, exist_ok=True)
+    plain = tune(args, kernel, matrix, ["--strategy", "top-k", "--top", "20", "--all-programs", "--budget", "21"],
+                 f"{d}/{name}.topk.json")
+    distinct = tune(args, kernel, matrix, ["--strategy", "top-k", "--top", "20", "--budget", "21"],
+                    f"{d}/{name}.distinct.json")
+    search = tune(args, kernel, matrix, ["--strategy", "search", "--budget", str(args.budget)],
+                  f"{d}/{name}.search.json")
+    fixed, csr_ms = fixed_csr(args, kernel, matrix)
+    row = {"matrix": name, "csr_ms": csr_ms, "fixed": fixed}
+    if plain:
+        row["top1"] = best_of_first(plain, 1)
+        for k in (5, 10, 20):
+            row[f"top{k}"] = best_of_first(plain, k)
+    if distinct:
+        for k in (5, 10, 20):
+            row[f"dtop{k}"] = best_of_first(distinct, k)
+    if search:
+        sp = speedups(search)
+        row["search"] = max([s for _, s in sp if s] or [None]) if sp else None
+        row["search_n"] = len(sp)
+        row["search_s"] = search.get("wall_s")
+        best, curve = 0.0, []
+        for _, s in sp:
+            best = max(best, s or 0.0)
+            curve.append(best)
+        row["curve"] = curve
+    if args.sample > 0:
+        row["tau_file"], row["tau_source"] = tau_sample(args, kernel, name, matrix)
+    return row
+
+
+def fmt(x, digits=2):
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
+
+
+def summary(rows, kernel, taus, budget):
+    cols = ["top1", "top5", "top10", "top20", "dtop5", "dtop10", "dtop20", "search"]
+    lines = [f"### {UPPER[kernel]}", "",
+             "| matrix | CSR ms | FixedCSR | top-1 | top-5 | top-10 | top-20 | distinct top-5 | top-10 | top-20 "
+             f"| search ({budget}) | measured | tuning s | tau |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        tau = taus.get(r["matrix"], {}).get("kendall_tau")
+        lines.append(f"| {r['matrix']} | {fmt(r.get('csr_ms'), 3)} | {fmt(r.get('fixed'))} | "
+                     + " | ".join(fmt(r.get(c)) for c in cols)
+                     + f" | {r.get('search_n', '-')} | {fmt(r.get('search_s'), 0)} | {fmt(tau)} |")
+    lines.append("| **geomean** | | " + fmt(geomean([r.get("fixed") for r in rows])) + " | "
+                 + " | ".join(fmt(geomean([r.get(c) for r in rows])) for c in cols) + " | | | "
+                 + fmt(sum(t.get("kendall_tau") or 0 for t in taus.values()) / len(taus) if taus else None)
+                 + " (mean) |")
+    lines.append("| **min** | | " + fmt(min([r.get("fixed") or 9e9 for r in rows])) + " | "
+                 + " | ".join(fmt(min([r.get(c) or 9e9 for r in rows])) for c in cols) + " | | | |")
+    curves = [r["curve"] for r in rows if r.get("curve")]
+    if curves:
+        lines += ["", "Search: best speedup over TACO's CSR after n measurements (the default is measurement 1)", "",
+                  "| n | " + " | ".join(str(n) for n in (1, 2, 5, 10, 11, 20, 30, 40, 50) if n <= budget) + " |",
+                  "|---|" + "---:|" * len([n for n in (1, 2, 5, 10, 11, 20, 30, 40, 50) if n <= budget])]
+        for label, agg in (("geomean", geomean), ("min", min)):
+            vals = []
+            for n in (1, 2, 5, 10, 11, 20, 30, 40, 50):
+                if n > budget:
+                    continue
+                vals.append(fmt(agg([c[min(n, len(c)) - 1] for c in curves])))
+            lines.append(f"| {label} | " + " | ".join(vals) + " |")
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--dashrank", default=f"{ROOT}/target/release/dashrank")
+    p.add_argument("--measure", default=f"{ROOT}/target/taco/dashrank-taco-measure")
+    p.add_argument("--models", default=f"{ROOT}/models")
+    p.add_argument("--shared", default=f"{ROOT}/../shared")
+    p.add_argument("--matrices", default="all")
+    p.add_argument("--kernels", default="spmm,sddmm,spmv")
+    p.add_argument("--budget", type=int, default=50)
+    p.add_argument("--sample", type=int, default=100)
+    p.add_argument("--out", default=f"{ROOT}/target/bench-taco")
+    p.add_argument("--fresh", action="store_true", help="re-measure what OUT already holds")
+    args = p.parse_args()
+    args.matrix_dir = os.path.join(args.shared, "data/waco/matrices")
+    names = sorted(f[:-4] for f in os.listdir(args.matrix_dir) if f.endswith(".csr"))
+    if args.matrices != "all":
+        names = args.matrices.split(",")
+    os.makedirs(args.out, exist_ok=True)
+    parts = []
+    for kernel in args.kernels.split(","):
+        rows = []
+        for name in names:
+            print(f"== {kernel} {name}", flush=True)
+            rows.append(bench_matrix(args, kernel, name))
+            r = rows[-1]
+            print(f"   CSR {fmt(r.get('csr_ms'), 3)} ms, FixedCSR {fmt(r.get('fixed'))}x, top-1 {fmt(r.get('top1'))}x, "
+                  f"top-20 {fmt(r.get('top20'))}x, search {fmt(r.get('search'))}x in {r.get('search_n')} "
+                  f"measurements, {fmt(r.get('search_s'), 0)} s", flush=True)
+        taus = evaluate_tau(args, kernel) if args.sample > 0 else {}
+        parts.append(summary(rows, kernel, taus, args.budget))
+        with open(os.path.join(args.out, f"rows-{kernel}.json"), "w") as f:
+            json.dump(rows, f, indent=1)
+    text = "\n\n".join(parts)
+    with open(os.path.join(args.out, "summary.md"), "w") as f:
+        f.write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
