@@ -606,6 +606,130 @@ static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir)
   EXPECT(dashrank_space_candidates_free(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
 }
 
+/* --- 5b. TACO programs and repacking ------------------------------------------------ */
+
+static void taco_programs(dashrank_model *m, dashrank_matrix *x) {
+  dashrank_taco_options o;
+  dashrank_taco_program *p = NULL, *q = NULL;
+  dashrank_taco_packed *pk = NULL;
+  dashrank_taco_program_info info;
+  dashrank_taco_tensor_info t;
+  dashrank_taco_command_info cmd;
+  dashrank_taco_level lv;
+  const float *vals = NULL;
+  size_t len = 0, levels = 0, needed = 0;
+  char buf[4096];
+  int32_t rp[33], ci[200];
+  int nnz = band(32, 0, rp, ci);
+  const char *line = "4 8 8 i1 k1 i0 k0 j1 j0 0 1 0 1 i1 48 16"; /* dense levels under compressed */
+
+  EXPECT(dashrank_taco_options_init(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_options_init(&o), DASHRANK_STATUS_OK);
+  o.threads = 2;
+  /* Construction: NULLs, unknown kernels, bad lines, empty shapes, stale options. */
+  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, NULL, 32, 32, &o, &p), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, line, 32, 32, &o, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_from_line(9, line, 32, 32, &o, &p), DASHRANK_STATUS_INVALID_ARGUMENT);
+  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, "3 8 8 i1", 32, 32, &o, &p), DASHRANK_STATUS_SCHEDULE);
+  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, line, 0, 32, &o, &p), DASHRANK_STATUS_INVALID_ARGUMENT);
+  CHECK(p == NULL);
+  dashrank_taco_options stale = o;
+  stale.abi_version = 0;
+  EXPECT(dashrank_taco_program_csr(DASHRANK_KERNEL_SPMM, 32, 32, &stale, &p), DASHRANK_STATUS_ABI_MISMATCH);
+  EXPECT(dashrank_taco_program_csr(DASHRANK_KERNEL_SPMM, 32, 32, NULL, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_csr(DASHRANK_KERNEL_SPMM, 32, 32, NULL, &q), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, line, 32, 32, &o, &p), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_parse(NULL, &q), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_parse("taco nonsense", &q), DASHRANK_STATUS_SCHEDULE);
+  EXPECT(dashrank_taco_program_parse("taco \"C(i)=A(i,k)*B(k)\"", NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  /* Text forms: sizes as in every text export. */
+  EXPECT(dashrank_taco_program_command_line(NULL, buf, sizeof buf, &needed), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_command_line(p, buf, 4, &needed), DASHRANK_STATUS_INSUFFICIENT_SIZE);
+  EXPECT(dashrank_taco_program_command_line(p, buf, sizeof buf, &needed), DASHRANK_STATUS_OK);
+  CHECK(strncmp(buf, "taco \"C(", 8) == 0);
+  dashrank_taco_program *back = NULL;
+  EXPECT(dashrank_taco_program_parse(buf, &back), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_free(&back), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_cpp(NULL, buf, sizeof buf, &needed), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_cpp(p, buf, 0, &needed), DASHRANK_STATUS_INSUFFICIENT_SIZE);
+  EXPECT(dashrank_taco_program_cpp(p, buf, sizeof buf, NULL), DASHRANK_STATUS_OK);
+  /* Structure: out-of-range indices. */
+  EXPECT(dashrank_taco_program_summary(NULL, &info), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_summary(p, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_summary(p, &info), DASHRANK_STATUS_OK);
+  CHECK(info.kernel == DASHRANK_KERNEL_SPMM && info.tensors == 3 && info.threads == 2 && info.chunk == 16);
+  EXPECT(dashrank_taco_program_tensor(p, info.tensors, &t), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  EXPECT(dashrank_taco_program_tensor(p, 1, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_tensor(NULL, 1, &t), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_tensor(p, 1, &t), DASHRANK_STATUS_OK);
+  CHECK(strcmp(t.name, "A") == 0 && t.order == 4);
+  EXPECT(dashrank_taco_program_command(p, info.commands, &cmd), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  EXPECT(dashrank_taco_program_command(NULL, 0, &cmd), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_command(p, 0, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_command(p, info.commands - 1, &cmd), DASHRANK_STATUS_OK);
+  CHECK(cmd.kind == DASHRANK_TACO_PARALLELIZE && cmd.n_args == 3);
+  /* Repacking: NULL arrays, a shape other than the program's, malformed CSR, values. */
+  EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, NULL, ci, NULL, (size_t)nnz, NULL, &pk), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, NULL, (size_t)nnz, NULL, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_pack_csr_i32(NULL, 32, 32, rp, ci, NULL, (size_t)nnz, NULL, &pk), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_pack_csr_i32(p, 16, 32, rp, ci, NULL, (size_t)rp[16], NULL, &pk), DASHRANK_STATUS_INVALID_ARGUMENT);
+  EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, NULL, (size_t)nnz - 1, NULL, &pk), DASHRANK_STATUS_PATTERN);
+  EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, NULL, (size_t)nnz, &stale, &pk), DASHRANK_STATUS_ABI_MISMATCH);
+  CHECK(pk == NULL);
+  /* A layout of stored zeros beyond the limit: a dense column level under compressed rows. */
+  o.max_positions_per_nonzero = 1;
+  EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, NULL, (size_t)nnz, &o, &pk), DASHRANK_STATUS_LAYOUT_TOO_LARGE);
+  o.max_positions_per_nonzero = 20;
+  int64_t rp64[33], ci64[200];
+  for (int r = 0; r <= 32; r++) rp64[r] = rp[r];
+  for (int n = 0; n < nnz; n++) ci64[n] = ci[n];
+  EXPECT(dashrank_taco_pack_csr_i64(p, 32, 32, rp64, ci64, NULL, (size_t)nnz, &o, &pk), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_packed_free(&pk), DASHRANK_STATUS_OK);
+  float v[200];
+  for (int n = 0; n < nnz; n++) v[n] = (float)n;
+  EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, v, (size_t)nnz, &o, &pk), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_packed_levels(pk, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_packed_levels(NULL, &levels), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_packed_levels(pk, &levels), DASHRANK_STATUS_OK);
+  CHECK(levels == 4);
+  EXPECT(dashrank_taco_packed_level(pk, levels, &lv), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  EXPECT(dashrank_taco_packed_level(NULL, 0, &lv), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_packed_level(pk, 0, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_packed_level(pk, 1, &lv), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_packed_values(pk, NULL, &len), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_packed_values(pk, &vals, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_packed_values(NULL, &vals, &len), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_packed_values(pk, &vals, &len), DASHRANK_STATUS_OK);
+  double sum = 0;
+  for (size_t i = 0; i < len; i++) sum += vals[i];
+  CHECK(sum == (double)nnz * (nnz - 1) / 2); /* every value lands once, zeros elsewhere */
+  EXPECT(dashrank_taco_packed_free(&pk), DASHRANK_STATUS_OK);
+  CHECK(pk == NULL);
+  EXPECT(dashrank_taco_packed_free(&pk), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_packed_free(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  /* From a prepared space: the default is TACO's CSR; other toolchains are refused. */
+  dashrank_space *s = NULL;
+  dashrank_space_candidates *sc = NULL;
+  size_t d = 0, n = 0;
+  EXPECT(dashrank_space_new_taco(DASHRANK_KERNEL_SPMM, 4, 4, &s), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_prepare(m, NULL, s, x, &sc), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_candidates_default(sc, &d), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_candidates_len(sc, &n, NULL), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_from_candidate(NULL, d, &o, &q), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_from_candidate(sc, n, &o, &q), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  EXPECT(dashrank_taco_program_from_candidate(sc, d, &o, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_from_candidate(sc, d, &o, &q), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_command_line(q, buf, sizeof buf, NULL), DASHRANK_STATUS_OK);
+  CHECK(strstr(buf, "-f=A:ds ") != NULL && strstr(buf, "bound(") == NULL);
+  EXPECT(dashrank_taco_program_free(&q), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_candidates_free(&sc), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_space_free(&s), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_free(&p), DASHRANK_STATUS_OK);
+  CHECK(p == NULL);
+  EXPECT(dashrank_taco_program_free(&p), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_free(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+}
+
 /* --- 6. 8 threads x 1000 calls sharing one model, bit for bit ------------------------- */
 
 #define NPAT 6
@@ -725,6 +849,7 @@ int main(int argc, char **argv) {
   lifetimes(argv[1], argv[2], c);
   bad_values(m, x, c, argv[1]);
   spaces(m, x, argv[2]);
+  taco_programs(m, x);
   threads(m, c, nthreads, calls);
 
   dashrank_matrix_free(&x);

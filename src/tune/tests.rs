@@ -1,1 +1,299 @@
-//! Tests of the tuning loop on a real model and a small TACO space.
+//! Tests of the tuning loop with synthetic measurers on a small TACO space.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::*;
+use crate::rank::{CostModel, SpaceCandidates};
+use crate::schedule::space::{
+    AnyConfig, AnySpace, LevelFormat, MatrixShape, SuperSchedule, TacoSpace,
+};
+use crate::{CsrPattern, Kernel, LoadOptions, Model};
+
+fn model() -> Model {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/fixtures/tiny-waco-spmm"
+    );
+    Model::load(dir, &LoadOptions::default()).unwrap()
+}
+
+/// A 40 x 40 band: small enough that every layout fits.
+fn band() -> CsrPattern {
+    let n: usize = 40;
+    let mut row_ptr = vec![0];
+    let mut col_idx = Vec::new();
+    for r in 0..n {
+        for c in r.saturating_sub(1)..(r + 2).min(n) {
+            col_idx.push(c as u32);
+        }
+        row_ptr.push(col_idx.len());
+    }
+    CsrPattern::new(n, n, row_ptr, col_idx).unwrap()
+}
+
+fn setup(pattern: &CsrPattern) -> (Model, SpaceCandidates<AnyConfig>) {
+    let model = model();
+    let space = AnySpace::from(TacoSpace::waco_up_to(Kernel::SpMM, 8, 8));
+    let cands =
+        crate::workflow::prepare(&model, None, &space, &MatrixShape::from(pattern)).unwrap();
+    (model, cands)
+}
+
+/// A runtime landscape over SuperSchedules: faster with larger i and k splits and dense inner
+/// levels, slowest for the default; the optimum is far from what the fixture model ranks.
+fn landscape(
+    c: &SpaceCandidates<AnyConfig>,
+) -> impl FnMut(&MeasureRequest<'_>) -> Result<Measured, String> + '_ {
+    move |r: &MeasureRequest<'_>| {
+        let Some(AnyConfig::Taco(s)) = c.config(r.index) else {
+            return Err("not TACO".to_owned());
+        };
+        if r.is_default {
+            return Ok(Measured::ms(10.0));
+        }
+        Ok(Measured::ms(cost(&s)))
+    }
+}
+
+fn cost(s: &SuperSchedule) -> f64 {
+    let dense = s
+        .formats
+        .iter()
+        .filter(|f| **f == LevelFormat::Uncompressed)
+        .count() as f64;
+    let split = f64::from(s.split_of('i').trailing_zeros() + s.split_of('k').trailing_zeros());
+    8.0 - 0.5 * split - 0.3 * dense + 0.01 * f64::from(s.chunk.trailing_zeros())
+}
+
+#[test]
+fn top_k_measures_the_ranking_then_the_default() {
+    let pattern = band();
+    let (model, cands) = setup(&pattern);
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    let ops = LineOps::new(&cands);
+    let top = model.top_k_with_default(&matrix, &cands, 4).unwrap();
+    let mut measure = landscape(&cands);
+    let t = tune(
+        &model,
+        &matrix,
+        &cands,
+        &ops,
+        &TuneOptions::top_k(4),
+        &mut measure,
+    )
+    .unwrap();
+    let measured: Vec<usize> = t.measurements.iter().map(|m| m.index).collect();
+    let mut want: Vec<usize> = top.top().iter().map(|e| e.index).collect();
+    want.push(cands.default_index());
+    assert_eq!(measured, want);
+    assert!(t.measurements.iter().all(|m| m.round == 0));
+    assert_eq!(t.measurements[0].rank, Some(0));
+    assert!(t.speedup_over_default().unwrap() > 1.0);
+}
+
+#[test]
+fn search_goes_on_from_the_fastest_and_beats_the_same_budget_of_top_k() {
+    let pattern = band();
+    let (model, cands) = setup(&pattern);
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    let ops = ToolchainOps::new(&cands, "band").with_pattern(&pattern);
+    let budget = 30;
+    let options = TuneOptions {
+        k: 5,
+        budget: Budget {
+            measurements: budget,
+            time: None,
+        },
+        ..TuneOptions::default()
+    };
+    let mut measure = landscape(&cands);
+    let search = tune(&model, &matrix, &cands, &ops, &options, &mut measure).unwrap();
+    assert_eq!(search.measurements.len(), budget);
+    assert!(search.measurements[0].is_default, "the default first");
+    assert_eq!(
+        search.measurements.iter().filter(|m| m.is_default).count(),
+        1
+    );
+    // Rounds after the seeds measure neighbours of candidates measured before them.
+    let later: Vec<&Measurement> = search.measurements.iter().filter(|m| m.round > 0).collect();
+    assert!(!later.is_empty());
+    for m in &later {
+        let before = &search.measurements[..search
+            .measurements
+            .iter()
+            .position(|x| x.index == m.index)
+            .unwrap()];
+        assert!(
+            before
+                .iter()
+                .any(|b| ops.neighbours(b.index).contains(&m.index)),
+            "round {} measured {} without a measured neighbour",
+            m.round,
+            m.index
+        );
+    }
+    // Distinct programs only.
+    let keys: std::collections::HashSet<String> = search
+        .measurements
+        .iter()
+        .map(|m| ops.key(m.index).unwrap())
+        .collect();
+    assert_eq!(keys.len(), search.measurements.len());
+    let mut measure = landscape(&cands);
+    let top = TuneOptions {
+        budget: Budget {
+            measurements: budget,
+            time: None,
+        },
+        ..TuneOptions::top_k(budget - 1)
+    };
+    let plain = tune(&model, &matrix, &cands, &ops, &top, &mut measure).unwrap();
+    let best = |t: &Tuned| t.best_measurement().unwrap().objective().unwrap();
+    assert!(
+        best(&search) < best(&plain),
+        "search {} vs top-k {}",
+        best(&search),
+        best(&plain)
+    );
+}
+
+#[test]
+fn duplicates_failures_and_refusals_are_recorded() {
+    let pattern = band();
+    let (model, cands) = setup(&pattern);
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    let ops = ToolchainOps::new(&cands, "band").with_pattern(&pattern);
+    // Every other candidate fails; the default fails too.
+    let mut calls = 0;
+    let mut measure = |r: &MeasureRequest<'_>| -> Result<Measured, String> {
+        calls += 1;
+        if r.is_default || calls % 2 == 0 {
+            Err(format!("candidate {} crashed", r.index))
+        } else {
+            Ok(Measured {
+                ms: 2.0,
+                baseline_ms: Some(4.0),
+                ratio: Some(0.5),
+            })
+        }
+    };
+    let options = TuneOptions {
+        k: 6,
+        budget: Budget {
+            measurements: 12,
+            time: None,
+        },
+        ..TuneOptions::default()
+    };
+    let t = tune(&model, &matrix, &cands, &ops, &options, &mut measure).unwrap();
+    assert!(t.default_measurement().unwrap().result.is_err());
+    assert_eq!(t.speedup_over_default(), None);
+    let failed = t.measurements.iter().filter(|m| m.result.is_err()).count();
+    assert!(failed >= 6 && failed < 12, "{failed}");
+    assert_eq!(t.best_measurement().unwrap().objective(), Some(0.5));
+    assert!(
+        t.skipped
+            .iter()
+            .any(|s| s.reason.starts_with("the same program as candidate")),
+        "{:?}",
+        t.skipped
+    );
+    // Nothing measurable at all: no best.
+    let mut none = |_: &MeasureRequest<'_>| -> Result<Measured, String> { Err("no".to_owned()) };
+    let t = tune(&model, &matrix, &cands, &ops, &options, &mut none).unwrap();
+    assert!(t.best.is_none());
+    // Not a time: NaN and negative times fail the measurement.
+    let mut nan =
+        |_: &MeasureRequest<'_>| -> Result<Measured, String> { Ok(Measured::ms(f64::NAN)) };
+    let t = tune(
+        &model,
+        &matrix,
+        &cands,
+        &ops,
+        &TuneOptions::top_k(2),
+        &mut nan,
+    )
+    .unwrap();
+    assert!(t.measurements.iter().all(|m| m.result.is_err()));
+}
+
+#[test]
+fn layouts_over_the_limit_are_refused_before_they_run() {
+    // One nonzero per row of a 64 x 64 matrix: a dense column level under compressed rows
+    // stores 64 positions per nonzero, over WACO's 20.
+    let n = 64;
+    let pattern = CsrPattern::new(n, n, (0..=n).collect(), (0..n as u32).collect()).unwrap();
+    let (model, cands) = setup(&pattern);
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    let ops = ToolchainOps::new(&cands, "diag").with_pattern(&pattern);
+    let mut seen = HashMap::new();
+    let mut measure = |r: &MeasureRequest<'_>| -> Result<Measured, String> {
+        seen.insert(r.index, r.program.to_owned());
+        Ok(Measured::ms(1.0))
+    };
+    let options = TuneOptions {
+        k: 40,
+        budget: Budget {
+            measurements: 41,
+            time: None,
+        },
+        ..TuneOptions::top_k(40)
+    };
+    let t = tune(&model, &matrix, &cands, &ops, &options, &mut measure).unwrap();
+    let refused: Vec<&Skipped> = t
+        .skipped
+        .iter()
+        .filter(|s| s.reason.contains("layout too large"))
+        .collect();
+    assert!(!refused.is_empty(), "{:?}", t.skipped);
+    for s in refused {
+        assert!(
+            !seen.contains_key(&s.index),
+            "refused candidate {} ran",
+            s.index
+        );
+        assert!(ops.refuse(s.index).is_some());
+    }
+}
+
+#[test]
+fn a_time_budget_stops_the_run() {
+    let pattern = band();
+    let (model, cands) = setup(&pattern);
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    let ops = LineOps::new(&cands);
+    let mut slow = |_: &MeasureRequest<'_>| -> Result<Measured, String> {
+        std::thread::sleep(Duration::from_millis(30));
+        Ok(Measured::ms(1.0))
+    };
+    let options = TuneOptions {
+        budget: Budget {
+            measurements: 1000,
+            time: Some(Duration::from_millis(100)),
+        },
+        ..TuneOptions::default()
+    };
+    let t = tune(&model, &matrix, &cands, &ops, &options, &mut slow).unwrap();
+    assert!(t.measurements.len() <= 5, "{}", t.measurements.len());
+    assert!(t.default_measurement().is_some());
+}
+
+#[test]
+fn neighbours_stay_in_the_space_and_one_step_away() {
+    let space = TacoSpace::waco(Kernel::SpMM);
+    let s =
+        SuperSchedule::parse(Kernel::SpMM, "4 8 16 i1 k1 i0 k0 j1 j0 1 0 0 1 i1 48 16").unwrap();
+    let n = s.neighbours(&space);
+    assert!(n.iter().all(|x| x != &s && x.validate().is_ok()));
+    let differ = |a: &SuperSchedule| {
+        usize::from(a.splits != s.splits)
+            + usize::from(a.order != s.order)
+            + usize::from(a.formats != s.formats)
+            + usize::from(a.chunk != s.chunk)
+    };
+    assert!(n.iter().all(|x| differ(x) == 1));
+    assert!(n.iter().any(|x| x.splits == [8, 8, 16]) && n.iter().any(|x| x.splits == [2, 8, 16]));
+    assert!(n.iter().any(|x| x.chunk == 32) && n.iter().any(|x| x.chunk == 8));
+    assert_eq!(n.iter().filter(|x| x.formats != s.formats).count(), 4);
+}
