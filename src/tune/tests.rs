@@ -190,7 +190,7 @@ fn duplicates_failures_and_refusals_are_recorded() {
     assert!(t.default_measurement().unwrap().result.is_err());
     assert_eq!(t.speedup_over_default(), None);
     let failed = t.measurements.iter().filter(|m| m.result.is_err()).count();
-    assert!(failed >= 6 && failed < 12, "{failed}");
+    assert!((6..12).contains(&failed), "{failed}");
     assert_eq!(t.best_measurement().unwrap().objective(), Some(0.5));
     assert!(
         t.skipped
