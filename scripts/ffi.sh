@@ -3,8 +3,9 @@
 # committed header is current and the SONAME tracks the ABI, installs the C API into a
 # staging prefix, then builds the C and C++ examples and the threaded C test through
 # pkg-config and runs them plainly, under valgrind, and under AddressSanitizer (static lib).
-# The C TACO driver ranks WACO's whole SpMM space for a real matrix and tunes it with a C
-# callback; under valgrind and ASan the space is cut (MAX_SPLIT) to keep the runs short.
+# The C TACO driver ranks WACO's whole SpMM space for a real matrix and tunes it through stock
+# TACO with a C callback (when scripts/taco-tools.sh built the measurer); under valgrind and
+# ASan the space is cut (MAX_SPLIT) to keep the runs short.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${DASHRANK_SHARED:-../shared}
@@ -96,6 +97,12 @@ else
   printf '%s\n' "16 8 8 i1 k1 i0 k0 j1 j0 1 0 0 0 i1 48 16" "32 1 1 i1 k1 i0 k0 j1 j0 1 0 0 0 i1 48 1" > "$REAL_LINES"
 fi
 
+# The driver tunes through stock TACO when the measurer is built (scripts/taco-tools.sh).
+if [ -x target/taco/dashrank-taco-measure ]; then
+  export DASHRANK_TACO_MEASURE=$PWD/target/taco/dashrank-taco-measure
+else
+  echo "note: target/taco/dashrank-taco-measure not built (no ../shared/vendor): the TACO driver ranks and prints without tuning"
+fi
 echo "== C: TACO driver, WACO's whole SpMM space (611 712 schedules) for real matrix $MATRIX"
 $OUT/taco_driver $MODEL "$REAL_MTX" 5
 echo "== C++: RAII wrapper, measured SuperSchedules of $MATRIX"

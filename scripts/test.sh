@@ -94,6 +94,35 @@ cargo test --release --features tract,cli "${tract_o0[@]}" --lib --bins \
 DASHRANK_TEST_BACKEND=tract cargo test --release --features tract,cli "${tract_o0[@]}" \
   --test real_waco --test fixture_parity --test bad_input --test threads
 
+section "TACO: stock TACO from ../shared/vendor (cached), every printed program through it, a real tune per kernel"
+taco_status=0
+taco_prefix=$(bash scripts/taco.sh) || taco_status=$?
+if [ $taco_status -eq 0 ]; then
+  bash scripts/taco-tools.sh > /dev/null
+  cargo build --release --features tract,cli --bin dashrank "${tract_o0[@]}"
+  .venv/bin/python scripts/taco-check.py --taco "$taco_prefix" --matrices mhd4800a,cavity24 \
+    --kernels spmm,sddmm,spmv --top 5
+  for kernel in spmm sddmm spmv; do
+    target/release/dashrank tune --model "models/waco-$kernel" --space taco --measurer taco \
+      --matrix "$SHARED/data/waco/matrices/mhd4800a.csr" --budget 8 --top 3 --format json \
+      > "target/taco/tune-$kernel.json"
+    .venv/bin/python - "target/taco/tune-$kernel.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+ms = r["measurements"]
+assert ms[0]["is_default"] and ms[0]["ms"] is not None, "the default (TACO's CSR) is measured first"
+assert 2 <= len(ms) <= 8 and r["best_ms"] is not None, r
+assert r["speedup_over_default"] >= 1.0, r  # the default is among the measured
+print(f"{r['space']}: {len(ms)} measured through stock TACO, best {r['best_ms']:.4f} ms, "
+      f"{r['speedup_over_default']:.2f}x TACO's CSR")
+PY
+  done
+elif [ $taco_status -eq 3 ]; then
+  echo "skipping the TACO section: ../shared/vendor/taco-*.tar.gz is not beside the checkout"
+else
+  exit $taco_status
+fi
+
 section "C ABI: header, SONAME, C/C++ examples, valgrind, ASan"
 wait "$tools_pid" || { cat target/tools.log; echo "error: installing cargo tools failed" >&2; exit 1; }
 cat target/tools.log

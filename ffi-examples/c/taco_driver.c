@@ -1,19 +1,19 @@
-/* A TACO-style tuning driver in C: read a matrix, enumerate TACO's SpMM schedule space for it
- * (WACO's SuperSchedule space, the toolchain default included), rank it with a dashrank cost
- * model, print the TACO commands of the top 5 and of the default, then tune: measure the top
- * k and the default through a callback and keep the fastest.
+/* A TACO tuning driver in C: read a matrix, enumerate TACO's SpMM schedule space for it (WACO's
+ * SuperSchedule space, the toolchain default included), rank it with a dashrank cost model,
+ * print the stock `taco` command lines of the top 5 and of the default (TACO's CSR), then
+ * tune: measure the top k and the default through a callback and keep the fastest.
  *
- *   taco_driver MODEL_DIR MATRIX.mtx|MATRIX.csr [K] [MAX_SPLIT]
+ *   DASHRANK_TACO_MEASURE=target/taco/dashrank-taco-measure \
+ *     taco_driver MODEL_DIR MATRIX.mtx|MATRIX.csr [K] [MAX_SPLIT]
  *
  * MAX_SPLIT (a power of two) cuts WACO's split and chunk lists, e.g. 4 gives 7 776 schedules
  * instead of 611 712, for quick runs under valgrind; without it the whole space is ranked.
  *
- * The measure callback stands in for "compile the TACO command with TACO and time it", which
- * needs TACO itself: it times a real blocked CSR SpMM (C = A * B, B dense with 32 columns) on
- * the matrix, with the candidate's row split and dense-column split read back from its TACO
- * text. That kernel only implements row-outer loop orders, so it reports a failed
- * measurement for a schedule whose reorder() puts k1 before i1; dashrank skips those. */
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+ * The measure callback runs each candidate's command line through stock TACO with
+ * dashrank-taco-measure (scripts/taco-tools.sh builds it; docs/taco.md): compiled by TACO,
+ * checked against a CSR reference, timed. Without DASHRANK_TACO_MEASURE the driver ranks and
+ * prints, and says it does not tune. */
+#define _POSIX_C_SOURCE 200809L /* popen */
 #include <dashrank.h>
 
 #include <errno.h>
@@ -119,58 +119,31 @@ static int read_waco_csr(const char *path, csr32 *m) {
 }
 
 /* --- the measure callback ---------------------------------------------------------------- */
-#define DENSE_COLS 32
-
 typedef struct {
-  const csr32 *a;
-  float *b, *c; /* B: ncols x DENSE_COLS, C: nrows x DENSE_COLS, row-major */
+  const char *measurer; /* dashrank-taco-measure */
+  const char *matrix;
   int calls;
 } bench;
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
-
-/* The factor of "-s=split(<axis>,...,<factor>)" in a TACO schedule text, or 0. */
-static int split_of(const char *text, char axis) {
-  char pat[16];
-  snprintf(pat, sizeof pat, "split(%c,", axis);
-  const char *p = strstr(text, pat);
-  if (!p) return 0;
-  p = strchr(p, ')');
-  while (p && p > text && p[-1] != ',') p--;
-  return p ? atoi(p) : 0;
-}
-
-/* Blocked CSR SpMM with the candidate's row block (isplit) and dense-column tile (jsplit). */
-static bool measure_spmm(void *user_data, const dashrank_measure_request *req, double *out_ms) {
+/* Runs `measurer --matrix M --kernel spmm '<command line>'` and reads the milliseconds it prints. */
+static bool measure_taco(void *user_data, const dashrank_measure_request *req, double *out_ms) {
   bench *bm = user_data;
   bm->calls++;
-  const char *order = strstr(req->toolchain, "reorder(");
-  if (!order || strstr(order, "k1") < strstr(order, "i1")) return false; /* k-outer: unsupported */
-  int is = split_of(req->toolchain, 'i'), js = split_of(req->toolchain, 'j');
-  if (is <= 0 || js <= 0) return false;
-  if (js > DENSE_COLS) js = DENSE_COLS;
-  const csr32 *a = bm->a;
-  double best = 1e300;
-  for (int rep = 0; rep < 3; rep++) {
-    memset(bm->c, 0, sizeof(float) * (size_t)a->nrows * DENSE_COLS);
-    double t0 = now_ms();
-    for (int32_t ib = 0; ib < a->nrows; ib += is)
-      for (int jb = 0; jb < DENSE_COLS; jb += js)
-        for (int32_t i = ib; i < ib + is && i < a->nrows; i++)
-          for (int32_t p = a->row_ptr[i]; p < a->row_ptr[i + 1]; p++) {
-            const float *brow = bm->b + (size_t)a->col_idx[p] * DENSE_COLS;
-            float *crow = bm->c + (size_t)i * DENSE_COLS;
-            for (int j = jb; j < jb + js && j < DENSE_COLS; j++) crow[j] += brow[j];
-          }
-    double t = now_ms() - t0;
-    if (t < best) best = t;
-  }
-  *out_ms = best;
-  return true;
+  size_t cap = strlen(req->toolchain) * 4 + strlen(bm->measurer) + strlen(bm->matrix) + 128;
+  char *cmd = malloc(cap);
+  if (!cmd) return false;
+  int n = snprintf(cmd, cap, "'%s' --matrix '%s' --kernel spmm --repeats 9 '", bm->measurer, bm->matrix);
+  for (const char *p = req->toolchain; *p && n < (int)cap - 8; p++) /* quote ' as '\'' */
+    n += *p == '\'' ? snprintf(cmd + n, cap - (size_t)n, "'\\''") : snprintf(cmd + n, cap - (size_t)n, "%c", *p);
+  snprintf(cmd + n, cap - (size_t)n, "' 2>/dev/null");
+  FILE *out = popen(cmd, "r");
+  free(cmd);
+  if (!out) return false;
+  double ms = -1;
+  bool ok = fscanf(out, "%lf", &ms) == 1;
+  ok = pclose(out) == 0 && ok && ms >= 0;
+  if (ok) *out_ms = ms;
+  return ok;
 }
 
 /* --- printing ---------------------------------------------------------------------------- */
@@ -187,17 +160,8 @@ static char *render(const dashrank_space_candidates *c, size_t i, const char *na
   return buf;
 }
 
-/* A TACO schedule text, one command per line. */
-static void print_taco(const char *text) {
-  const char *p = text;
-  while (*p) {
-    const char *end = strchr(p, ' ');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    printf("      %.*s\n", (int)n, p);
-    p += n;
-    while (*p == ' ') p++;
-  }
-}
+/* A `taco` command line. */
+static void print_taco(const char *text) { printf("      %s\n", text); }
 
 static void print_entry(const dashrank_space_candidates *c, const dashrank_ranked *e,
                         const char *name) {
@@ -226,7 +190,7 @@ int main(int argc, char **argv) {
   dashrank_ranked *top = NULL;
   dashrank_measurement *ms = NULL;
   csr32 csr = {0};
-  bench bm = {&csr, NULL, NULL, 0};
+  bench bm = {getenv("DASHRANK_TACO_MEASURE"), argv[2], 0};
 
   if (dashrank_abi_version() != DASHRANK_ABI_VERSION) {
     fprintf(stderr, "ABI mismatch: header %u, library %u\n", DASHRANK_ABI_VERSION,
@@ -278,24 +242,26 @@ int main(int argc, char **argv) {
   printf("top 5 (lower score = predicted faster) and the TACO default:\n");
   for (size_t r = 0; r < n; r++) print_entry(cands, &top[r], name);
 
-  /* Tune: measure the top k and the default, keep the fastest. */
-  bm.b = malloc(sizeof(float) * (size_t)csr.ncols * DENSE_COLS);
-  bm.c = malloc(sizeof(float) * (size_t)csr.nrows * DENSE_COLS);
-  for (size_t i = 0; i < (size_t)csr.ncols * DENSE_COLS; i++) bm.b[i] = (float)(i % 7) * 0.25f;
+  /* Tune: measure the top k and the default through stock TACO, keep the fastest. */
+  if (!bm.measurer) {
+    printf("not tuning: set DASHRANK_TACO_MEASURE to dashrank-taco-measure (bash scripts/taco-tools.sh)\n");
+    rc = 0;
+    goto fail;
+  }
   size_t most = (k < ranked ? k : ranked) + 1, taken = 0;
   ms = calloc(most, sizeof *ms);
   dashrank_tune_result result;
-  CHECK(dashrank_space_tune(model, matrix, cands, k, name, measure_spmm, &bm, &result, ms, most,
+  CHECK(dashrank_space_tune(model, matrix, cands, k, name, measure_taco, &bm, &result, ms, most,
                             &taken));
-  printf("tuning: %zu measured (%d callback calls), %zu failed and skipped\n", result.measured,
-         bm.calls, result.failed);
+  printf("tuning with stock TACO: %zu measured (%d callback calls), %zu failed and skipped\n",
+         result.measured, bm.calls, result.failed);
   for (size_t i = 0; i < taken; i++) {
     if (ms[i].ok)
       printf("  candidate %zu%s: %.3f ms\n", ms[i].ranked.index,
              ms[i].ranked.is_default ? " [TACO default]" : "", ms[i].ms);
     else
-      printf("  candidate %zu%s: not measured (k-outer order; this driver's kernel is row-outer)\n",
-             ms[i].ranked.index, ms[i].ranked.is_default ? " [TACO default]" : "");
+      printf("  candidate %zu%s: not measured (TACO or the check failed)\n", ms[i].ranked.index,
+             ms[i].ranked.is_default ? " [TACO default]" : "");
   }
   if (result.has_best) {
     printf("fastest: candidate %zu, %.3f ms", result.best_index, result.best_ms);
@@ -318,8 +284,6 @@ fail:
   dashrank_model_release(&model);
   free(top);
   free(ms);
-  free(bm.b);
-  free(bm.c);
   free(csr.row_ptr);
   free(csr.col_idx);
   return rc;
