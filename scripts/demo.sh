@@ -8,7 +8,7 @@ MATRIX=${1:-Trec6_16x16_9}
 KERNEL=${2:-SpMM}
 kernel=$(echo "$KERNEL" | tr A-Z a-z)
 bash scripts/setup.sh
-cargo build --release --quiet --features cli --bin dashrank
+cargo build --release --quiet -p dashrank-cli
 ./target/release/dashrank rank \
   --model "models/waco-$kernel" \
   --matrix "$SHARED/data/waco/matrices/$MATRIX.csr" \

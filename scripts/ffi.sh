@@ -27,15 +27,15 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 echo "== release library"
-cargo build --release --lib
+cargo build --release -p dashrank-capi
 
 echo "== header is current"
 bash scripts/gen-header.sh --check
 
 echo "== SONAME"
 abi=$(sed -n 's/^#define DASHRANK_ABI_VERSION \([0-9]*\)$/\1/p' include/dashrank.h)
-soname=$(readelf -d target/release/libdashrank.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-echo "libdashrank.so SONAME: $soname (ABI $abi)"
+soname=$(readelf -d target/release/libdashrank_capi.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+echo "libdashrank_capi.so (installed as libdashrank.so) SONAME: $soname (ABI $abi)"
 [ "$soname" = "libdashrank.so.$abi" ] || { echo "error: SONAME does not track DASHRANK_ABI_VERSION" >&2; exit 1; }
 
 echo "== install into $PREFIX"

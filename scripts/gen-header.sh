@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates include/dashrank.h from src/ffi/ with cbindgen (pinned version, installed from
+# Regenerates include/dashrank.h from capi/src/ with cbindgen (pinned version, installed from
 # crates.io into ~/.cargo/bin by scripts/tools.sh when missing). `--check` fails if the
 # committed header is stale.
 set -euo pipefail
@@ -9,7 +9,7 @@ out=include/dashrank.h
 if [ "${1:-}" = "--check" ]; then
   tmp=$(mktemp)
   trap 'rm -f "$tmp"' EXIT
-  cbindgen --quiet --config cbindgen.toml --output "$tmp" src/ffi/mod.rs
+  cbindgen --quiet --config cbindgen.toml --output "$tmp" capi/src/lib.rs
   if ! diff -u "$out" "$tmp"; then
     echo "error: $out is stale; run: bash scripts/gen-header.sh" >&2
     exit 1
@@ -19,6 +19,6 @@ if [ "${1:-}" = "--check" ]; then
     git diff --exit-code -- include/ || { echo "error: include/ differs from the committed header" >&2; exit 1; }
   fi
 else
-  cbindgen --quiet --config cbindgen.toml --output "$out" src/ffi/mod.rs
+  cbindgen --quiet --config cbindgen.toml --output "$out" capi/src/lib.rs
   echo "wrote $out"
 fi

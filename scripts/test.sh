@@ -16,9 +16,11 @@ cargo fmt --all -- --check
 # fast debug tests), proc macros and build-script dependencies included: at opt-level 0 the
 # three passes take half the time (2.5 min instead of 5 on a 2-core Zen 3).
 lint_o0=(--config 'profile.dev.package."*".opt-level=0')
-cargo clippy --quiet --all-targets "${lint_o0[@]}" -- -D warnings
-cargo clippy --quiet --all-targets --features tract,cli "${lint_o0[@]}" -- -D warnings
-cargo clippy --quiet --all-targets --no-default-features --features onnxruntime,cli,capi "${lint_o0[@]}" -- -D warnings
+# The TVM crate is linted in scripts/tvm.sh (its build needs tvm-ffi-config).
+ws=(--workspace --exclude dashrank-tvm)
+cargo clippy --quiet "${ws[@]}" --all-targets "${lint_o0[@]}" -- -D warnings
+cargo clippy --quiet "${ws[@]}" --all-targets --features dashrank/tract,dashrank-cli/tract "${lint_o0[@]}" -- -D warnings
+cargo clippy --quiet "${ws[@]}" --all-targets --features dashrank/onnxruntime,dashrank-cli/onnxruntime "${lint_o0[@]}" -- -D warnings
 
 # The cargo tools of later sections (cbindgen, cargo-fuzz) build from crates.io in the
 # background while the Python sections leave a core idle; waited for before the C ABI section.
@@ -66,8 +68,8 @@ if [ ! -f models/cognate-full/.generated ] \
 fi
 
 section "Rust tests, lean default build (native engine, pure Rust), best SIMD level"
-cargo test --release --all-targets
-cargo test --release --doc
+cargo test --release "${ws[@]}" --all-targets
+cargo test --release "${ws[@]}" --doc
 
 # The same parity and determinism tests on the other kernels of this machine: a CPU-dependent
 # result shows up here whatever CPU CI has (DASHRANK_SIMD caps the level; see src/simd).
@@ -87,11 +89,13 @@ for p in tract-core tract-data tract-linalg tract-hir tract-nnef tract-onnx trac
          tract-transformers ort-tract; do
   tract_o0+=(--config "profile.release.package.$p.opt-level=0")
 done
-section "Rust tests with tract and the CLI (native-vs-tract parity, CLI), then on the tract backend"
-cargo test --release --features tract,cli "${tract_o0[@]}" --lib --bins \
+section "Rust tests with tract (native-vs-tract parity, C ABI, CLI), then on the tract backend"
+cargo test --release -p dashrank --features tract "${tract_o0[@]}" --lib \
   --test native --test fixture_parity --test real_waco --test bad_input --test threads \
-  --test hostile_bundles --test abi --test cli --test cli_space
-DASHRANK_TEST_BACKEND=tract cargo test --release --features tract,cli "${tract_o0[@]}" \
+  --test hostile_bundles
+cargo test --release -p dashrank-capi --features tract "${tract_o0[@]}" --test abi
+cargo test --release -p dashrank-cli --features tract "${tract_o0[@]}" --bins --test cli --test cli_space
+DASHRANK_TEST_BACKEND=tract cargo test --release -p dashrank --features tract "${tract_o0[@]}" \
   --test real_waco --test fixture_parity --test bad_input --test threads
 
 section "TACO: stock TACO from ../shared/vendor (cached), every printed program through it, a real tune per kernel"
@@ -99,7 +103,7 @@ taco_status=0
 taco_prefix=$(bash scripts/taco.sh) || taco_status=$?
 if [ $taco_status -eq 0 ]; then
   bash scripts/taco-tools.sh > /dev/null
-  cargo build --release --features tract,cli --bin dashrank "${tract_o0[@]}"
+  cargo build --release -p dashrank-cli
   .venv/bin/python scripts/taco-check.py --taco "$taco_prefix" --matrices mhd4800a,cavity24 \
     --kernels spmm,sddmm,spmv --top 5
   for kernel in spmm sddmm spmv; do
@@ -141,9 +145,10 @@ section "Rust tests, ONNX Runtime backend (libonnxruntime from the onnxruntime w
 # Every test that loads a model through the Rust API runs here on ONNX Runtime; the ones
 # that do not (featurizer identity, fuzz regressions, spaces and tuning through the C ABI,
 # which loads natively) ran in the lean build above.
-DASHRANK_ORT_LIB=$(bash scripts/ort-lib.sh) DASHRANK_TEST_BACKEND=onnxruntime \
-  cargo test --release --no-default-features --features onnxruntime,cli,capi --lib --bins \
+export DASHRANK_ORT_LIB=$(bash scripts/ort-lib.sh) DASHRANK_TEST_BACKEND=onnxruntime
+cargo test --release -p dashrank --features onnxruntime --lib \
   --test native --test fixture_parity --test real_waco --test bad_input --test threads \
-  --test hostile_bundles --test hostile_matrices --test abi --test cli --test cli_space \
-  --test spaces --test cognate_convert
+  --test hostile_bundles --test hostile_matrices --test spaces --test cognate_convert
+cargo test --release -p dashrank-capi --features onnxruntime --test abi
+cargo test --release -p dashrank-cli --features onnxruntime --bins --test cli --test cli_space
 section "all tests passed"

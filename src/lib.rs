@@ -3,15 +3,16 @@
 //!
 //! Data path: matrix input ([`pattern`]) → native sparse-conv featurizer ([`featurize`]) →
 //! schedule encoding ([`schedule`]) → dense-head execution ([`model`]) → ranking ([`rank`]) →
-//! toolchain program ([`program`]).
+//! toolchain program ([`program`]) → tuning ([`tune`]), with [`workflow`] tying a toolchain's
+//! space to a model. The faces are crates of their own over this one: the C ABI
+//! (`dashrank-capi`), the command-line tool (`dashrank-cli`), the TVM module (`dashrank-tvm`);
+//! `docs/architecture.md` draws them.
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
 pub mod error;
 pub mod eval;
 pub mod featurize;
-#[cfg(feature = "capi")]
-pub mod ffi;
 pub mod model;
 pub mod pattern;
 pub mod program;
@@ -19,8 +20,6 @@ pub mod rank;
 pub mod schedule;
 pub mod simd;
 pub mod tune;
-#[cfg(feature = "tvm")]
-mod tvm;
 pub mod vocab;
 pub mod workflow;
 

@@ -3,7 +3,7 @@
 dashrank's TVM FFI module.
 
 What a TVM/SparseTIR (or TACO/SPADE) user driving tuning from Python does: load
-``libdashrank.so`` (built with ``--features tvm``) with ``tvm_ffi.load_module``, load a cost
+``libdashrank_tvm.so`` (the ``dashrank-tvm`` crate) with ``tvm_ffi.load_module``, load a cost
 model, embed the CSR matrix once (numpy arrays in through DLPack, no copy), enumerate a
 toolchain's space for it, rank it with the toolchain's default always reported, read each
 candidate in the toolchain's own form, and tune: measure the top k and the default with a
@@ -18,7 +18,7 @@ dense-column split read back from its TACO commands: a stand-in for compiling th
 TACO. It declines k-outer loop orders (returns ``None``), which tuning skips.
 
 Usage (see scripts/tvm.sh):
-    python ffi-examples/tvm/rank_spaces.py --lib target/release/libdashrank.so \
+    python ffi-examples/tvm/rank_spaces.py --lib target/tvm/release/libdashrank_tvm.so \
         [--cli target/release/dashrank] [--matrix m.csr] [--k 5]
 """
 
@@ -88,11 +88,18 @@ def spmm_timer(indptr: np.ndarray, indices: np.ndarray, nrows: int, ncols: int, 
     row_of = np.repeat(np.arange(nrows), np.diff(indptr))
 
     def measure(index: int, toolchain: str, line: str, is_default: bool):
-        order = toolchain[toolchain.index("reorder(") :]
-        if order.index("k1") < order.index("i1"):
+        # The candidate is a stock `taco` command line: C's modes and dimensions give the
+        # splits (i0's and j0's extents), `reorder(...)` the loop order.
+        result = re.match(r'taco "C\(([^)]*)\)', toolchain).group(1).split(",")
+        dims = re.search(r"-d=C:([0-9,]+)", toolchain).group(1).split(",")
+        extent = dict(zip(result, map(int, dims)))
+        order = re.search(r"reorder\(([^)]*)\)", toolchain)
+        order = order.group(1).split(",") if order else result
+        first = lambda axis: next((n for n, v in enumerate(order) if v[0] == axis), len(order))
+        if first("k") < first("i"):
             return None  # this kernel is row-outer only: a failed measurement, skipped
-        isplit = int(re.search(r"split\(i,i1,i0,(\d+)\)", toolchain).group(1))
-        jsplit = min(int(re.search(r"split\(j,j1,j0,(\d+)\)", toolchain).group(1)), dense)
+        isplit = extent.get("i0", 1)
+        jsplit = min(extent.get("j0", dense), dense)
         block = max(isplit * 64, 256)  # rows per numpy step (the Python loop stays short)
         c = np.zeros((nrows, dense), dtype=np.float32)
         t0 = time.perf_counter()
@@ -119,7 +126,7 @@ def main() -> int:
     if not target.is_absolute():
         target = ROOT / target
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--lib", type=Path, default=target / "release" / "libdashrank.so")
+    ap.add_argument("--lib", type=Path, default=target / "tvm" / "release" / "libdashrank_tvm.so")
     ap.add_argument("--cli", type=Path, default=target / "release" / "dashrank",
                     help="dashrank CLI to compare with (skipped if missing)")
     ap.add_argument("--model", type=Path, default=ROOT / "tests/data/fixtures/tiny-cognate")
@@ -143,6 +150,9 @@ def main() -> int:
     print(f"matrix {name}: {nrows} x {ncols}, {indices.size} nonzeros, {indptr.dtype} indices")
 
     mod = tvm_ffi.load_module(str(args.lib))
+    # A Rust panic inside an export reaches Python as an error naming it; the module goes on.
+    why = expect_error(Exception, mod.dashrank_panic_check, "on purpose")
+    assert "dashrank_panic_check: on purpose" in why, why
     model = mod.dashrank_load_model(str(args.model))
     heads = list(mod.dashrank_model_heads(model))
     print(f"model {args.model.name}: heads {heads}")

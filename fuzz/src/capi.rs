@@ -11,7 +11,7 @@
 use std::ffi::{c_char, CString};
 use std::ptr::{null, null_mut};
 
-use dashrank::ffi::*;
+use dashrank_capi::*;
 
 use super::capi_support::{
     check_text, checked, head_name, path_cstring, shared_models, status_queries, Input, FIXTURES,

@@ -5,7 +5,7 @@ use std::ffi::{c_char, CString};
 use std::ptr::null_mut;
 use std::sync::OnceLock;
 
-use dashrank::ffi::*;
+use dashrank_capi::*;
 
 use super::repo_root;
 

@@ -5,9 +5,12 @@
 //!
 //! ```text
 //! select_head / head_for_space ─► prepare(model, head, AnySpace, shape) ─► SpaceCandidates<AnyConfig>
-//!      Model::top_k_with_default ─► SpaceRankReport (lines + toolchain text per entry)
-//!      Model::tune(…, measure)    ─► TuneResult   (measure = closure, C callback, MeasureCommand)
+//!      top_k_runnable / Model::top_k_with_default ─► SpaceRankReport (lines + toolchain text)
+//!      tune::tune(…, ToolchainOps, TuneOptions, measurer) ─► Tuned ─► TuneReport
 //! ```
+//!
+//! A measurer is anything that implements [`crate::tune::Measurer`]: a closure here, the C
+//! callback in the C ABI crate, a shell command and stock TACO in the CLI crate.
 //!
 //! The line form a head parses (native or COGNATE unified) is chosen from the head's schema
 //! ([`LineForm::for_schema`]), so callers never pick it.
@@ -30,10 +33,8 @@
 //! # Ok::<(), dashrank::Error>(())
 //! ```
 
-mod command;
 mod report;
 
-pub use command::{parse_ms, MeasureCommand, MeasureFailure};
 pub use report::{
     status_text, SkippedEntry, SpaceRankReport, SpaceRankedEntry, TuneEntry, TuneReport,
 };

@@ -49,8 +49,14 @@ pub fn options() -> LoadOptions {
     }
 }
 
+/// The workspace root (these helpers serve the tests of the core and of the face crates).
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    if dir.join("tests/data").is_dir() {
+        dir
+    } else {
+        dir.join("..")
+    }
 }
 
 pub fn shared() -> PathBuf {

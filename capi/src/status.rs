@@ -1,0 +1,255 @@
+//! Numbered statuses, their messages, and the per-thread detailed message of the last
+//! failure.
+
+use std::cell::RefCell;
+use std::ffi::c_char;
+
+use dashrank::{Error, ErrorKind};
+
+use super::boundary::{write_str, Failure};
+
+/// The status every fallible `dashrank_*` function returns.
+///
+/// `DASHRANK_STATUS_OK` (0) is success. Errors are grouped in ranges of 100 per stage:
+/// 1xx matrix input, 2xx model bundle, 3xx schedules, 4xx execution, 5xx ABI misuse,
+/// 9xx internal. Numbers are stable: a code is never renumbered or reused; a retired code
+/// stays below as a "reserved" comment. Unknown codes may appear in later minor versions
+/// of the library; treat any code you do not know by its range.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum dashrank_status {
+    /// Success.
+    Ok = 0,
+
+    // === 1xx: matrix input ===
+    /// The sparsity pattern is structurally invalid or a matrix file is malformed.
+    Pattern = 100,
+    /// A file could not be read.
+    Io = 101,
+
+    // === 2xx: model bundle ===
+    /// A bundle file is unreadable, malformed, or inconsistent with the format.
+    Bundle = 200,
+    /// The bundle's format version is outside the window this library reads.
+    UnsupportedVersion = 201,
+    /// The model has no head of that name.
+    UnknownHead = 202,
+
+    // === 3xx: schedules ===
+    /// A candidate schedule failed to parse or validate (per-candidate status).
+    Schedule = 300,
+    /// The target has no schedule space for that kernel (SPADE or SparseTIR with SpMV).
+    UnsupportedKernel = 301,
+    /// A schedule's repacked layout of the matrix exceeds its size limit (TACO: dense levels
+    /// under compressed ones store zeros).
+    LayoutTooLarge = 302,
+
+    // === 4xx: execution ===
+    /// The dense-graph executor failed.
+    Executor = 400,
+    /// The requested backend is not compiled in or could not be initialised.
+    BackendUnavailable = 401,
+    /// The featurizer failed at a node.
+    Featurizer = 402,
+
+    // === 5xx: ABI misuse ===
+    /// A required pointer argument is NULL.
+    NullArgument = 500,
+    /// An output buffer is too small; the size needed was reported.
+    InsufficientSize = 501,
+    /// An argument value is invalid (the detailed message says which).
+    InvalidArgument = 502,
+    /// A string argument is not valid UTF-8.
+    InvalidUtf8 = 503,
+    /// An index is out of range (head, candidate).
+    IndexOutOfRange = 504,
+    /// A `dashrank_load_options` was not initialised by `dashrank_load_options_init` of
+    /// this ABI version.
+    AbiMismatch = 505,
+    /// The log callback could not be installed (another logger owns the process).
+    LoggerUnavailable = 506,
+
+    // === 9xx: internal ===
+    /// A panic was caught at the ABI boundary; the library state is still consistent
+    /// (handles are immutable), but please report it.
+    Panic = 900,
+    /// An error of a kind this version of the C ABI has no status for; the detailed message
+    /// says what went wrong.
+    Internal = 901,
+}
+
+impl dashrank_status {
+    /// Every status, in numeric order.
+    pub fn all() -> &'static [dashrank_status] {
+        &ALL_STATUSES
+    }
+
+    /// The status with this number, if it exists.
+    pub fn from_code(code: u32) -> Option<Self> {
+        ALL_STATUSES.iter().copied().find(|s| *s as u32 == code)
+    }
+
+    /// The fixed one-line description of the status.
+    pub fn message(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Pattern => "invalid sparsity pattern or malformed matrix file",
+            Self::Io => "i/o error",
+            Self::Bundle => "invalid model bundle",
+            Self::UnsupportedVersion => "unsupported bundle format version",
+            Self::UnknownHead => "the model has no head of that name",
+            Self::Schedule => "invalid schedule",
+            Self::UnsupportedKernel => "the target has no schedule space for that kernel",
+            Self::LayoutTooLarge => "the schedule's repacked layout is too large",
+            Self::Executor => "dense-graph execution failed",
+            Self::BackendUnavailable => "backend unavailable",
+            Self::Featurizer => "featurizer failed",
+            Self::NullArgument => "a required pointer argument is NULL",
+            Self::InsufficientSize => "output buffer too small",
+            Self::InvalidArgument => "invalid argument",
+            Self::InvalidUtf8 => "string argument is not valid UTF-8",
+            Self::IndexOutOfRange => "index out of range",
+            Self::AbiMismatch => "options struct not initialised for this ABI version",
+            Self::LoggerUnavailable => "another logger is already installed",
+            Self::Panic => "internal panic caught at the ABI boundary",
+            Self::Internal => "an error this ABI version has no status for",
+        }
+    }
+
+    /// The status for a library error.
+    pub fn from_error(error: &Error) -> Self {
+        match error.kind() {
+            ErrorKind::Pattern { .. } => Self::Pattern,
+            ErrorKind::Io { .. } => Self::Io,
+            ErrorKind::Bundle { .. } => Self::Bundle,
+            ErrorKind::UnsupportedVersion { .. } => Self::UnsupportedVersion,
+            ErrorKind::Featurize { .. } => Self::Featurizer,
+            ErrorKind::Schedule { .. } => Self::Schedule,
+            ErrorKind::Executor { .. } => Self::Executor,
+            ErrorKind::BackendUnavailable { .. } => Self::BackendUnavailable,
+            ErrorKind::InvalidArgument { .. } => Self::InvalidArgument,
+            ErrorKind::UnknownHead { .. } => Self::UnknownHead,
+            ErrorKind::UnsupportedKernel { .. } => Self::UnsupportedKernel,
+            ErrorKind::LayoutTooLarge { .. } => Self::LayoutTooLarge,
+            // A kind newer than this ABI's statuses: the message says what it is.
+            _ => Self::Internal,
+        }
+    }
+}
+
+const ALL_STATUSES: [dashrank_status; 21] = [
+    dashrank_status::Ok,
+    dashrank_status::Pattern,
+    dashrank_status::Io,
+    dashrank_status::Bundle,
+    dashrank_status::UnsupportedVersion,
+    dashrank_status::UnknownHead,
+    dashrank_status::Schedule,
+    dashrank_status::UnsupportedKernel,
+    dashrank_status::LayoutTooLarge,
+    dashrank_status::Executor,
+    dashrank_status::BackendUnavailable,
+    dashrank_status::Featurizer,
+    dashrank_status::NullArgument,
+    dashrank_status::InsufficientSize,
+    dashrank_status::InvalidArgument,
+    dashrank_status::InvalidUtf8,
+    dashrank_status::IndexOutOfRange,
+    dashrank_status::AbiMismatch,
+    dashrank_status::LoggerUnavailable,
+    dashrank_status::Panic,
+    dashrank_status::Internal,
+];
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<(dashrank_status, String)>> = const { RefCell::new(None) };
+}
+
+/// Records the detailed message of a failure on this thread.
+pub(crate) fn set_last_error(status: dashrank_status, message: String) {
+    // `try_with` fails only during thread teardown; the status is still returned then.
+    let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = Some((status, message)));
+}
+
+/// Forgets this thread's last failure (every export that can fail calls this first).
+pub(crate) fn clear_last_error() {
+    let _ = LAST_ERROR.try_with(|e| *e.borrow_mut() = None);
+}
+
+/// Writes the fixed description of `status` into `buf` (NUL-terminated).
+///
+/// `*needed` (if `needed` is not NULL) receives the buffer size needed, terminator included.
+/// `buf` may be NULL when `len` is 0, to query the size. When `len` is too small, the
+/// description is truncated to `len - 1` bytes (still NUL-terminated) and
+/// `DASHRANK_STATUS_INSUFFICIENT_SIZE` is returned. An unknown `status` number always gives
+/// `DASHRANK_STATUS_INVALID_ARGUMENT` (and the text "unknown status N", as far as it fits).
+///
+/// Does not change this thread's last error. Thread-safe.
+#[no_mangle]
+pub unsafe extern "C" fn dashrank_status_message(
+    status: u32,
+    buf: *mut c_char,
+    len: usize,
+    needed: *mut usize,
+) -> dashrank_status {
+    // Deliberately not through `guard`: it must not overwrite the last error.
+    std::panic::catch_unwind(|| match dashrank_status::from_code(status) {
+        Some(s) => match unsafe { write_str(s.message(), buf, len, needed) } {
+            Ok(()) => dashrank_status::Ok,
+            Err(f) => f.status,
+        },
+        None => {
+            let text = format!("unknown status {status}");
+            match unsafe { write_str(&text, buf, len, needed) } {
+                Err(f) if f.status == dashrank_status::NullArgument => f.status,
+                _ => dashrank_status::InvalidArgument,
+            }
+        }
+    })
+    .unwrap_or(dashrank_status::Panic)
+}
+
+/// Writes the detailed message of the last failed `dashrank_*` call **on the calling thread**
+/// into `buf` (NUL-terminated), e.g. `invalid sparsity pattern: duplicate column 3 in row 0`.
+///
+/// The message is kept in thread-local storage, so threads never see each other's errors.
+/// Every fallible call clears it on entry, so read it right after the failing call. With no
+/// failure recorded, the message is empty. Size reporting and truncation are as in
+/// [`dashrank_status_message`]. Reading the message does not clear it.
+#[no_mangle]
+pub unsafe extern "C" fn dashrank_last_error_message(
+    buf: *mut c_char,
+    len: usize,
+    needed: *mut usize,
+) -> dashrank_status {
+    std::panic::catch_unwind(|| {
+        let text = LAST_ERROR
+            .try_with(|e| e.borrow().as_ref().map(|(_, m)| m.clone()))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        match unsafe { write_str(&text, buf, len, needed) } {
+            Ok(()) => dashrank_status::Ok,
+            Err(f) => f.status,
+        }
+    })
+    .unwrap_or(dashrank_status::Panic)
+}
+
+/// The status of the last failed `dashrank_*` call on the calling thread, or
+/// `DASHRANK_STATUS_OK` when the last call succeeded. Thread-local, like
+/// [`dashrank_last_error_message`].
+#[no_mangle]
+pub extern "C" fn dashrank_last_error_status() -> dashrank_status {
+    LAST_ERROR
+        .try_with(|e| e.borrow().as_ref().map(|(s, _)| *s))
+        .ok()
+        .flatten()
+        .unwrap_or(dashrank_status::Ok)
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::new(dashrank_status::from_error(&e), e.to_string())
+    }
+}

@@ -1,0 +1,83 @@
+//! Replays the fuzz regressions: every input kept under `fuzz/regressions/<target>/` (each a
+//! minimized input that once crashed or misbehaved, see `docs/reliability.md`) runs through
+//! the same target body as the fuzzer (`fuzz/src/`), in a normal `cargo test`. A few seed-like
+//! inputs per target also run, so the bodies stay exercised when no regression is kept.
+
+#[allow(dead_code)]
+#[path = "../../fuzz/src/lib.rs"]
+mod bodies;
+
+use std::path::PathBuf;
+
+fn regressions() -> Vec<(String, PathBuf)> {
+    let dir = bodies::repo_root().join("fuzz/regressions");
+    let mut out = Vec::new();
+    for target in std::fs::read_dir(&dir).expect("fuzz/regressions exists") {
+        let target = target.expect("entry").path();
+        if !target.is_dir() {
+            continue;
+        }
+        let name = target.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            bodies::TARGETS.contains(&name.as_str()),
+            "fuzz/regressions/{name}: no such fuzz target"
+        );
+        for file in std::fs::read_dir(&target).expect("target dir") {
+            out.push((name.clone(), file.expect("entry").path()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_regression_replays_cleanly() {
+    let cases = regressions();
+    for (target, path) in &cases {
+        let data = std::fs::read(path).expect("readable");
+        eprintln!("replaying {target}: {}", path.display());
+        assert!(bodies::run(target, &data));
+    }
+    eprintln!("{} regression inputs replayed", cases.len());
+}
+
+#[test]
+fn every_target_runs_on_simple_inputs() {
+    let mtx = b"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n3 1\n";
+    bodies::mtx(mtx);
+    let csr: Vec<u8> = [2i32, 2, 2, 0, 1, 2, 1, 0]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    bodies::waco_csr(&csr);
+    for pick in 0..8u8 {
+        let mut line = vec![pick];
+        line.extend_from_slice(
+            b"16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 16\n4 1024 32 6 7 2 4 1 3 5 0 0 0",
+        );
+        bodies::schedule_lines(&line);
+    }
+    bodies::taco_commands(b"\x0016 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 16");
+    bodies::taco_commands(
+        b"\x00taco \"C(i,j)=A(i,k)*B(k,j)\" -f=C:dd -f=A:ds -f=B:dd -t=C:float -t=A:float \
+          -t=B:float -d=C:30,256 -d=A:30,40 -d=B:40,256 -s=\"parallelize(i,CPUThread,NoRaces)\" \
+          -nthreads=2 -schedule=dynamic,32",
+    );
+    bodies::spade_csv(b"a, 4, 1024, 32, 0, 1, 1, 1.5");
+    bodies::sparsetir_json(br#"{"kernel":"spmm","row_tile":8,"thread_x":32,"coarsen":2,"group":1,"order":"reduction_outer","bind_k1":true,"unroll":true}"#);
+    let featurizer = std::fs::read(
+        bodies::repo_root().join("tests/data/fixtures/tiny-waco-spmm/featurizer.onnx"),
+    )
+    .expect("fixture");
+    // File 2 of tiny-waco-spmm (sorted names) is the featurizer: unchanged, then cut short.
+    let mut bundle = vec![0u8, 2];
+    bundle.extend_from_slice(&featurizer);
+    assert!(bodies::bundle_loads(&bundle), "the unchanged fixture loads");
+    bundle[0] = 0x80; // keep the original manifest: still the same bytes
+    assert!(bodies::bundle_loads(&bundle));
+    bundle.truncate(bundle.len() / 2);
+    assert!(!bodies::bundle_loads(&bundle));
+    bundle[0] = 0; // re-stamped manifest: the cut file itself is refused
+    assert!(!bodies::bundle_loads(&bundle));
+    bodies::capi_sequence(&[2, 0, 0, 3, 1, 2, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 9, 6]);
+}

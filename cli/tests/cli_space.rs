@@ -1,0 +1,582 @@
+//! The `dashrank` binary on the whole workflow: `rank --space` (default injected, table, JSON,
+//! toolchain text), `tune --measure-cmd`, `eval --shard` + `merge` (byte for byte equal to one
+//! unsharded run), and the defects fixed in `rank` (empty or all-invalid files, line numbers),
+//! `eval` (empty measured file) and `inspect --check` (COGNATE `integer` fields).
+//!
+//! Everything runs on the committed fixtures (`tests/data/fixtures`) and files written here;
+//! `eval_shards_merge_real_waco` also uses the real WACO model and data when present.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+mod cli_support;
+
+use cli_support::{backend_args, dashrank};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use dashrank::schedule::space::{AnySpace, MatrixShape, TacoSpace};
+use dashrank::{CostModel, CsrPattern, Kernel, Model};
+use serde_json::Value;
+
+fn repo() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
+fn fixture(name: &str) -> String {
+    format!("tests/data/fixtures/{name}")
+}
+
+const MATRIX: &str = "ffi-examples/data/band96.mtx";
+
+fn ok(out: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Exit 1 with `needle` in stderr.
+fn fails(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains(needle), "{stderr:?} lacks {needle:?}");
+}
+
+fn scratch(name: &str) -> PathBuf {
+    cli_support::scratch("cli-space", name)
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn rank_space_taco_equals_the_library_with_the_default_injected() {
+    let model_dir = fixture("tiny-waco-spmm");
+    let args = [
+        "rank",
+        "--model",
+        &model_dir,
+        "--matrix",
+        MATRIX,
+        "--space",
+        "taco",
+        "--max-split",
+        "4",
+        "--top",
+        "4",
+    ];
+    let json: Value =
+        serde_json::from_str(&ok(&dashrank(&[&args[..], &["--format", "json"]].concat()))).unwrap();
+    // The library, directly.
+    let model = Model::load(repo().join(&model_dir), &common::options()).unwrap();
+    let pattern = CsrPattern::read_file(repo().join(MATRIX)).unwrap();
+    let space = AnySpace::from(TacoSpace::waco_up_to(Kernel::SpMM, 4, 4));
+    let cands =
+        dashrank::workflow::prepare(&model, None, &space, &MatrixShape::from(&pattern)).unwrap();
+    // Layouts over the size limit are passed over, as the CLI does.
+    let ops = dashrank::tune::ToolchainOps::new(&cands, "band96").with_pattern(&pattern);
+    let embedding = model.embed_matrix(&pattern).unwrap();
+    let (top, refused) =
+        dashrank::workflow::top_k_runnable(&model, &embedding, &cands, 4, &ops).unwrap();
+    assert!(
+        refused
+            .iter()
+            .all(|r| r.reason.contains("layout too large")),
+        "{refused:?}"
+    );
+    let report = &json[0];
+    assert_eq!(report["matrix"], "band96");
+    assert_eq!(report["space"], "taco-spmm");
+    assert_eq!(report["candidates"].as_u64().unwrap() as usize, cands.len());
+    let entries = report["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), top.entries.len());
+    for (e, want) in entries.iter().zip(&top.entries) {
+        assert_eq!(e["index"].as_u64().unwrap() as usize, want.index);
+        assert_eq!(e["score"].as_f64().unwrap() as f32, want.score);
+        assert_eq!(e["is_default"].as_bool().unwrap(), want.is_default);
+    }
+    assert_eq!(
+        entries.iter().filter(|e| e["is_default"] == true).count(),
+        1
+    );
+    let d = entries.iter().find(|e| e["is_default"] == true).unwrap();
+    assert_eq!(d["line"], "1 1 1 i1 i0 k1 k0 j1 j0 1 1 0 1 i1 48 32");
+
+    // --format taco: stock `taco` command lines of the top 4 and the default (TACO's CSR).
+    let text = ok(&dashrank(&[&args[..], &["--format", "taco"]].concat()));
+    let commands: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(commands.len(), entries.len());
+    for (c, e) in commands.iter().zip(entries) {
+        let index = e["index"].as_u64().unwrap() as usize;
+        assert_eq!(*c, cands.render(index, "band96").unwrap());
+        let program = dashrank::program::taco::TacoProgram::parse_command_line(c).unwrap();
+        assert!(
+            c.starts_with("taco \"C(") && c.contains(" -f=A:") && c.contains(" -s=\"parallelize("),
+            "{c}"
+        );
+        if e["is_default"] == true {
+            assert!(
+                c.starts_with("taco \"C(i,j)=A(i,k)*B(k,j)\" -f=C:dd -f=A:ds -f=B:dd "),
+                "{c}"
+            );
+            assert!(!c.contains("bound("), "TACO's own CSR has no bound: {c}");
+        }
+        assert!(program.threads() >= 1);
+    }
+    let ranked = text.lines().filter(|l| l.starts_with("# rank "));
+    assert_eq!(
+        ranked
+            .filter(|l| l.ends_with(", toolchain default"))
+            .count(),
+        1
+    );
+    // The table names the default too.
+    let table = ok(&dashrank(&args));
+    assert!(table.contains("(toolchain default; valid)"), "{table}");
+}
+
+#[test]
+fn rank_space_spade_and_sparsetir_pick_heads_by_target_and_kernel() {
+    let cognate = fixture("tiny-cognate");
+    let base = [
+        "rank",
+        "--model",
+        cognate.as_str(),
+        "--matrix",
+        MATRIX,
+        "--top",
+        "3",
+    ];
+    let out = ok(&dashrank(
+        &[
+            &base[..],
+            &["--space", "spade", "--kernel", "sddmm", "--format", "taco"],
+        ]
+        .concat(),
+    ));
+    let rows: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(rows.len(), 4);
+    for r in rows {
+        assert!(
+            r.starts_with("band96, ") && r.split(", ").count() == 7,
+            "{r}"
+        );
+    }
+    let json: Value = serde_json::from_str(&ok(&dashrank(
+        &[
+            &base[..],
+            &["--space", "sparsetir", "--feat-size", "64", "--json"],
+        ]
+        .concat(),
+    )))
+    .unwrap();
+    assert_eq!(json[0]["head"], "gpu-sparsetir/spmm");
+    for e in json[0]["entries"].as_array().unwrap() {
+        let cfg: Value = serde_json::from_str(e["toolchain"].as_str().unwrap()).unwrap();
+        assert_eq!(cfg["kernel"], "spmm");
+    }
+    // Two SPADE heads and no --kernel; a head for another target; --max-split on SPADE.
+    fails(
+        &dashrank(&[&base[..], &["--space", "spade"]].concat()),
+        "choose one",
+    );
+    fails(
+        &dashrank(&[&base[..], &["--space", "spade", "--head", "cpu-taco/spmm"]].concat()),
+        "not target spade",
+    );
+    fails(
+        &dashrank(
+            &[
+                &base[..],
+                &["--space", "spade", "--kernel", "spmm", "--max-split", "4"],
+            ]
+            .concat(),
+        ),
+        "--max-split",
+    );
+    fails(
+        &dashrank(&[&base[..], &["--space", "sparsetir", "--kernel", "spmv"]].concat()),
+        "no head for gpu-sparsetir spmv",
+    );
+    fails(
+        &dashrank(&[
+            "rank",
+            "--model",
+            &cognate,
+            "--matrix",
+            MATRIX,
+            "--candidates",
+            "x",
+            "--space",
+            "spade",
+        ]),
+        "cannot be used with",
+    );
+}
+
+#[test]
+fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
+    let model = fixture("tiny-waco-spmm");
+    // A "runtime" from the candidate text; the second-ranked candidate fails.
+    let cmd =
+        r#"test "$DASHRANK_INDEX" = "$SKIP" && exit 4; printf '%s' {} | wc -c | sed 's/$/ ms/'"#;
+    let dir = scratch("tune");
+    let first = dashrank(&[
+        "rank",
+        "--model",
+        &model,
+        "--matrix",
+        MATRIX,
+        "--space",
+        "taco",
+        "--max-split",
+        "2",
+        "--top",
+        "3",
+        "--json",
+    ]);
+    let ranking: Value = serde_json::from_str(&ok(&first)).unwrap();
+    let second = ranking[0]["entries"][1]["index"]
+        .as_u64()
+        .unwrap()
+        .to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_dashrank"))
+        .current_dir(repo())
+        .env("SKIP", &second)
+        .args([
+            "tune",
+            "--model",
+            &model,
+            "--matrix",
+            MATRIX,
+            "--space",
+            "taco",
+            "--max-split",
+            "2",
+            "--top",
+            "3",
+            "--strategy",
+            "top-k",
+            "--all-programs",
+            "--measure-cmd",
+            cmd,
+            "--format",
+            "json",
+        ])
+        .args(backend_args())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let ms = report["measurements"].as_array().unwrap();
+    assert!(ms.len() == 3 || ms.len() == 4, "{report}");
+    assert_eq!(ms.iter().filter(|m| m["is_default"] == true).count(), 1);
+    let failed: Vec<&Value> = ms.iter().filter(|m| m["ms"].is_null()).collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["index"].as_u64().unwrap().to_string(), second);
+    assert_eq!(failed[0]["failure"], "exited with status 4");
+    for m in ms.iter().filter(|m| !m["ms"].is_null()) {
+        let len = m["toolchain"].as_str().unwrap().len() as f64;
+        assert_eq!(m["ms"].as_f64().unwrap(), len, "{m}");
+    }
+    let best = ms
+        .iter()
+        .filter_map(|m| m["ms"].as_f64().map(|t| (t, m["index"].as_u64().unwrap())))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap();
+    assert_eq!(report["best_ms"].as_f64().unwrap(), best.0);
+    let d = ms.iter().find(|m| m["is_default"] == true).unwrap();
+    assert_eq!(
+        report["speedup_over_default"].as_f64().unwrap(),
+        d["ms"].as_f64().unwrap() / best.0
+    );
+    // Every run timing out: each is killed, and the command fails saying why.
+    let started = std::time::Instant::now();
+    let out = dashrank(&[
+        "tune",
+        "--model",
+        &model,
+        "--matrix",
+        MATRIX,
+        "--space",
+        "taco",
+        "--max-split",
+        "2",
+        "--top",
+        "1",
+        "--timeout",
+        "0.2",
+        "--measure-cmd",
+        "sleep 20; echo 1 {}",
+    ]);
+    fails(
+        &out,
+        "every measurement failed (first: timed out after 0.200 s)",
+    );
+    assert!(started.elapsed().as_secs() < 15);
+    fails(
+        &dashrank(&[
+            "tune",
+            "--model",
+            &model,
+            "--matrix",
+            MATRIX,
+            "--space",
+            "taco",
+            "--measure-cmd",
+            "echo 1",
+        ]),
+        "has no {}",
+    );
+    let _ = dir;
+}
+
+/// Measured data for `n` banded matrices: 30 TACO lines each with made-up runtimes, one
+/// empty file, one file without a matrix.
+fn synthetic_eval_data(dir: &Path, n: usize) -> (PathBuf, PathBuf) {
+    let (measured, matrices) = (dir.join("measured"), dir.join("matrices"));
+    std::fs::create_dir_all(&measured).unwrap();
+    std::fs::create_dir_all(&matrices).unwrap();
+    let space = AnySpace::from(TacoSpace::waco_up_to(Kernel::SpMM, 4, 4));
+    let lines: Vec<String> = {
+        use dashrank::schedule::space::ScheduleSpace;
+        let all = space.enumerate(&MatrixShape::new(64, 64, 64));
+        all.iter()
+            .step_by(97)
+            .take(30)
+            .map(|c| space.to_line(c))
+            .collect()
+    };
+    for m in 0..n {
+        let size = 40 + 7 * m;
+        let mut mtx = format!(
+            "%%MatrixMarket matrix coordinate pattern general\n{size} {size} {}\n",
+            2 * size - 1
+        );
+        for i in 1..=size {
+            mtx += &format!("{i} {i}\n");
+            if i > 1 {
+                mtx += &format!("{i} {}\n", i - 1);
+            }
+        }
+        std::fs::write(matrices.join(format!("m{m:02}.mtx")), mtx).unwrap();
+        let body: String = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| format!("{l} = {}\n", 1.0 + ((i * 31 + m * 17) % 23) as f64 / 7.0))
+            .collect();
+        std::fs::write(measured.join(format!("m{m:02}.txt")), body).unwrap();
+    }
+    std::fs::write(measured.join("empty.txt"), "# nothing measured\n\n").unwrap();
+    std::fs::copy(matrices.join("m00.mtx"), matrices.join("empty.mtx")).unwrap();
+    std::fs::write(measured.join("orphan.txt"), &lines[0]).unwrap();
+    (measured, matrices)
+}
+
+fn eval_shards_merge(model: &str, measured: &Path, matrices: &Path, dir: &Path, shards: usize) {
+    let base = [
+        "eval",
+        "--model",
+        model,
+        "--measured",
+        s(measured),
+        "--matrices",
+        s(matrices),
+        "--min-tau",
+        "-1",
+    ];
+    let full = dir.join("full.json");
+    ok(&dashrank(&[&base[..], &["--json-out", s(&full)]].concat()));
+    let mut parts = Vec::new();
+    for i in (1..=shards).rev() {
+        let part = dir.join(format!("part-{i}.json"));
+        let shard = format!("{i}/{shards}");
+        ok(&dashrank(
+            &[&base[..], &["--shard", &shard, "--json-out", s(&part)]].concat(),
+        ));
+        parts.push(part);
+    }
+    let merged = dir.join("merged.json");
+    let mut args = vec!["merge".to_owned()];
+    args.extend(parts.iter().map(|p| p.display().to_string()));
+    args.extend(["--json-out".into(), merged.display().to_string()]);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    ok(&dashrank(&argv));
+    let (a, b) = (
+        std::fs::read(&full).unwrap(),
+        std::fs::read(&merged).unwrap(),
+    );
+    assert!(a == b, "merged report differs from the unsharded one");
+
+    // A missing shard, a repeated shard, a final report instead of a partial one.
+    let p = |v: &[&Path]| -> Vec<String> { v.iter().map(|x| x.display().to_string()).collect() };
+    let run = |files: Vec<String>| {
+        let mut argv = vec!["merge".to_owned()];
+        argv.extend(files);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        dashrank(&argv)
+    };
+    fails(&run(p(&[&parts[0]])), "missing shard");
+    fails(&run(p(&[&parts[0], &parts[0], &parts[1]])), "given twice");
+    fails(&run(p(&[&full])), "final report");
+}
+
+#[test]
+fn eval_shards_merge_to_the_unsharded_report_byte_for_byte() {
+    let dir = scratch("shards");
+    let (measured, matrices) = synthetic_eval_data(&dir, 7);
+    eval_shards_merge(&fixture("tiny-waco-spmm"), &measured, &matrices, &dir, 3);
+    let full: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("full.json")).unwrap()).unwrap();
+    assert_eq!(full["matrices"].as_array().unwrap().len(), 7);
+    let skipped = full["skipped"].as_array().unwrap();
+    let reason = |name: &str| {
+        skipped
+            .iter()
+            .find(|s| s["measured_file"].as_str().unwrap().ends_with(name))
+            .map(|s| s["reason"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(
+        reason("empty.txt").unwrap(),
+        "the measured file has no schedule lines"
+    );
+    assert!(reason("orphan.txt")
+        .unwrap()
+        .contains("no orphan.csr or orphan.mtx"));
+    // More shards than files: the empty shards still merge exactly.
+    let dir2 = scratch("shards-many");
+    eval_shards_merge(&fixture("tiny-waco-spmm"), &measured, &matrices, &dir2, 11);
+}
+
+#[test]
+fn eval_shards_merge_real_waco() {
+    let model = repo().join("models/waco-spmm");
+    let data = repo().join("../shared/data/waco");
+    if !model.is_dir() || !data.is_dir() {
+        eprintln!("SKIPPED: models/waco-spmm or ../shared/data/waco missing");
+        return;
+    }
+    let dir = scratch("shards-real");
+    eval_shards_merge(
+        s(&model),
+        &data.join("collected/SpMM"),
+        &data.join("matrices"),
+        &dir,
+        2,
+    );
+}
+
+#[test]
+fn eval_of_only_empty_measured_files_says_so() {
+    let dir = scratch("empty-measured");
+    let (measured, matrices) = (dir.join("measured"), dir.join("matrices"));
+    std::fs::create_dir_all(&measured).unwrap();
+    std::fs::create_dir_all(&matrices).unwrap();
+    std::fs::write(measured.join("a.txt"), "").unwrap();
+    std::fs::copy(repo().join(MATRIX), matrices.join("a.mtx")).unwrap();
+    let out = dashrank(&[
+        "eval",
+        "--model",
+        &fixture("tiny-waco-spmm"),
+        "--measured",
+        s(&measured),
+        "--matrices",
+        s(&matrices),
+    ]);
+    fails(&out, "a.txt: the measured file has no schedule lines");
+}
+
+#[test]
+fn rank_candidate_files_empty_invalid_and_numbered_by_file_line() {
+    let dir = scratch("lines");
+    let model = fixture("tiny-waco-spmm");
+    let rank = |file: &Path, extra: &[&str]| {
+        dashrank(
+            &[
+                &[
+                    "rank",
+                    "--model",
+                    &model,
+                    "--matrix",
+                    MATRIX,
+                    "--candidates",
+                    s(file),
+                ][..],
+                extra,
+            ]
+            .concat(),
+        )
+    };
+    let empty = dir.join("empty.txt");
+    std::fs::write(&empty, "# only a comment\n\n   \n").unwrap();
+    fails(&rank(&empty, &[]), "no schedule lines");
+    let invalid = dir.join("invalid.txt");
+    std::fs::write(
+        &invalid,
+        "# header\n3 1 1 i1 i0 k1 k0 j1 j0 1 0 0 0 i1 48 1\nnot a schedule\n",
+    )
+    .unwrap();
+    fails(
+        &rank(&invalid, &[]),
+        "none of its 2 schedule lines is valid",
+    );
+    fails(&rank(&invalid, &[]), "(line 2: field 'isplit'");
+
+    // Lines 1-2 comments, 3 valid, 4 blank, 5 invalid, 6 valid.
+    let mixed = dir.join("mixed.txt");
+    std::fs::write(
+        &mixed,
+        "# candidates\n# for band96\n1 1 1 i1 i0 k1 k0 j1 j0 1 0 0 0 i1 48 1\n\n\
+         3 1 1 i1 i0 k1 k0 j1 j0 1 0 0 0 i1 48 1\n4 1 1 i1 i0 k1 k0 j1 j0 1 0 0 0 i1 48 16\n",
+    )
+    .unwrap();
+    let table = ok(&rank(&mixed, &[]));
+    assert!(
+        table.contains("skipped line 5: field 'isplit' value '3'"),
+        "{table}"
+    );
+    let rows: Vec<Vec<&str>> = table
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() > 3 && (w[0] == "1" || w[0] == "2"))
+        .collect();
+    let mut shown: Vec<&str> = rows.iter().map(|w| w[1]).collect();
+    shown.sort_unstable();
+    assert_eq!(shown, ["3", "6"], "{table}");
+    let json: Value = serde_json::from_str(&ok(&rank(&mixed, &["--format", "json"]))).unwrap();
+    let mut lines: Vec<u64> = json[0]["top"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["line"].as_u64().unwrap())
+        .collect();
+    lines.sort_unstable();
+    assert_eq!(lines, [3, 6]);
+    assert_eq!(json[0]["invalid"][0]["line"], 5);
+    fails(&rank(&mixed, &["--format", "taco"]), "use it with --space");
+}
+
+#[test]
+fn inspect_check_generates_integer_fields_of_cognate_bundles() {
+    for bundle in ["tiny-cognate", "tiny-dash", "tiny-waco-spmm"] {
+        let out = ok(&dashrank(&[
+            "inspect",
+            "--model",
+            &fixture(bundle),
+            "--check",
+        ]));
+        assert!(out.contains("check: OK"), "{bundle}: {out}");
+    }
+    let out = ok(&dashrank(&[
+        "inspect",
+        "--model",
+        &fixture("tiny-cognate"),
+        "--check",
+    ]));
+    assert_eq!(out.matches(": 4 schedules scored").count(), 4, "{out}");
+}
