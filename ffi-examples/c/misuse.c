@@ -638,6 +638,7 @@ static void taco_programs(dashrank_model *m, dashrank_matrix *x) {
   EXPECT(dashrank_taco_program_csr(DASHRANK_KERNEL_SPMM, 32, 32, &stale, &p), DASHRANK_STATUS_ABI_MISMATCH);
   EXPECT(dashrank_taco_program_csr(DASHRANK_KERNEL_SPMM, 32, 32, NULL, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_taco_program_csr(DASHRANK_KERNEL_SPMM, 32, 32, NULL, &q), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_free(&q), DASHRANK_STATUS_OK);
   EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, line, 32, 32, &o, &p), DASHRANK_STATUS_OK);
   EXPECT(dashrank_taco_program_parse(NULL, &q), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_taco_program_parse("taco nonsense", &q), DASHRANK_STATUS_SCHEDULE);

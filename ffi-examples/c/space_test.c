@@ -179,7 +179,9 @@ int main(int argc, char **argv) {
   TRUE(def == len - 1);
   EXPECT(dashrank_space_candidates_render(tc, def, NULL, text, sizeof text, NULL),
          DASHRANK_STATUS_OK);
-  TRUE(strstr(text, "-s=parallelize(i1,CPUThread,NoRaces)") != NULL);
+  /* The default renders as TACO's own CSR program. */
+  TRUE(strncmp(text, "taco \"C(i,j)=A(i,k)*B(k,j)\" -f=C:dd -f=A:ds ", 40) == 0);
+  TRUE(strstr(text, "-s=\"parallelize(i,CPUThread,NoRaces)\"") != NULL);
 
   EXPECT(dashrank_space_candidates_free(&tc), DASHRANK_STATUS_OK);
   EXPECT(dashrank_space_candidates_free(&cands), DASHRANK_STATUS_OK);

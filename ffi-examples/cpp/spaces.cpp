@@ -1,18 +1,17 @@
 // Every toolchain space a model has a head for, through the C++ wrapper: enumerate the space
 // for a matrix, print the top k and the toolchain default in the toolchain's own form (TACO
-// commands, SPADE CSV row, SparseTIR JSON), and tune the TACO space with a lambda.
+// command lines, SPADE CSV row, SparseTIR JSON), and tune the TACO space with a lambda.
 //
-//   spaces MODEL_DIR MATRIX.csr|MATRIX.mtx [K] [MAX_SPLIT]
+//   DASHRANK_TACO_MEASURE=target/taco/dashrank-taco-measure
+//     spaces MODEL_DIR MATRIX.csr|MATRIX.mtx [K] [MAX_SPLIT]
 //
 // MAX_SPLIT cuts the TACO space's split and chunk lists (e.g. 4: 7 776 schedules instead of
-// 611 712). The measure lambda times a real blocked CSR SpMM on the matrix with the
-// candidate's row split and dense-column split (a stand-in for compiling the TACO command
-// with TACO, as in ffi-examples/c/taco_driver.c); it declines k-outer loop orders, which
-// dashrank then skips.
+// 611 712). The measure lambda runs each candidate's `taco` command line through stock TACO
+// with dashrank-taco-measure (compiled, checked against a CSR reference, timed); without
+// DASHRANK_TACO_MEASURE the example ranks and prints and does not tune.
 #include <dashrank.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -75,38 +74,24 @@ Csr read_csr(const std::string &path) {
   return m;
 }
 
-int split_of(const std::string &text, char axis) {
-  auto at = text.find(std::string("split(") + axis + ",");
-  if (at == std::string::npos) return 0;
-  auto close = text.find(')', at);
-  auto comma = text.rfind(',', close);
-  return std::atoi(text.c_str() + comma + 1);
-}
-
-constexpr int kDense = 32;
-
-// Best of 3 runs of C = A * B (B dense, kDense columns) blocked by the candidate's splits.
-std::optional<double> time_spmm(const Csr &a, const std::string &taco) {
-  auto order = taco.find("reorder(");
-  if (order == std::string::npos || taco.find("k1", order) < taco.find("i1", order))
-    return std::nullopt;  // k-outer orders are not implemented by this kernel
-  int is = split_of(taco, 'i'), js = std::min(split_of(taco, 'j'), kDense);
-  if (is <= 0 || js <= 0) return std::nullopt;
-  std::vector<float> b(a.cols * kDense, 0.5f), c(a.rows * kDense);
-  double best = 1e300;
-  for (int rep = 0; rep < 3; rep++) {
-    std::fill(c.begin(), c.end(), 0.0f);
-    auto t0 = std::chrono::steady_clock::now();
-    for (size_t ib = 0; ib < a.rows; ib += size_t(is))
-      for (int jb = 0; jb < kDense; jb += js)
-        for (size_t i = ib; i < ib + size_t(is) && i < a.rows; i++)
-          for (int64_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; p++)
-            for (int j = jb; j < jb + js && j < kDense; j++)
-              c[i * kDense + size_t(j)] += b[size_t(a.col_idx[size_t(p)]) * kDense + size_t(j)];
-    std::chrono::duration<double, std::milli> t = std::chrono::steady_clock::now() - t0;
-    best = std::min(best, t.count());
+// Milliseconds of one `taco` command line through stock TACO (dashrank-taco-measure), or none
+// when TACO or the result check fails.
+std::optional<double> time_with_taco(const char *measurer, const std::string &matrix,
+                                     const std::string &command_line) {
+  auto quote = [](const std::string &s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+  };
+  std::string cmd = quote(measurer) + " --matrix " + quote(matrix) + " --kernel spmm --repeats 5 " +
+                    quote(command_line) + " 2>/dev/null";
+  std::optional<double> result;
+  if (FILE *out = popen(cmd.c_str(), "r")) {
+    double ms = -1;
+    bool read = std::fscanf(out, "%lf", &ms) == 1;
+    if (pclose(out) == 0 && read && ms >= 0) result.emplace(ms);
   }
-  return best;
+  return result;
 }
 
 uint32_t kernel_of(const std::string &space) {
@@ -163,11 +148,16 @@ int main(int argc, char **argv) {
         std::printf("       line: %s\n", cands->line(e.index).c_str());
       }
       if (std::strncmp(space_name, "taco-spmm", 9) != 0) continue;
+      const char *measurer = std::getenv("DASHRANK_TACO_MEASURE");
+      if (!measurer) {
+        std::printf("  not tuned: set DASHRANK_TACO_MEASURE to dashrank-taco-measure\n");
+        continue;
+      }
       int calls = 0;
       dashrank::Tuned tuned =
           model.tune(matrix, *cands, k, [&](const dashrank_measure_request &r) {
             calls++;
-            return time_spmm(csr, r.toolchain);
+            return time_with_taco(measurer, argv[2], r.toolchain);
           }, name);
       std::printf("  tuned: %zu measured, %zu failed (%d lambda calls)", tuned.result.measured,
                   tuned.result.failed, calls);
