@@ -353,7 +353,9 @@ inline Kernel declare(const Program &program, const Packed &packed, const DenseF
   ::taco::IndexExpr rhs = access(1);
   for (size_t i = 2; i < k.tensors.size(); i++) rhs = rhs * access(i);
   access(0) = rhs;
-  ::taco::IndexStmt stmt = k.tensors[0].getAssignment().concretize();
+  // TACO's own loop order first (`reorderLoopsTopologically`, as the `taco` CLI and
+  // `Tensor::compile()` do), then the program's commands.
+  ::taco::IndexStmt stmt = ::taco::reorderLoopsTopologically(k.tensors[0].getAssignment().concretize());
   for (size_t c = 0; c < info.commands; c++) stmt = detail::apply(stmt, program.command(c), vars, by_name);
   k.stmt = stmt;
   return k;

@@ -90,6 +90,7 @@ def cpp_vars(vs):
 
 HARNESS_HEAD = r"""
 #include <taco.h>
+#include <taco/index_notation/transformations.h>
 #include <cstdio>
 #include "support.hpp"
 using namespace dashrank_taco_support;

@@ -18,6 +18,10 @@
 //! | `paridx` | `-s=parallelize(v,CPUThread,NoRaces\|Atomics)` (`Atomics` when `v` is not an output mode) |
 //! | `parnum`, `parchunk` | `-nthreads=` all cores of this machine (WACO's 48 was its core count), `-schedule=dynamic,chunk` |
 //!
+//! Every form starts from TACO's own loop order (`reorderLoopsTopologically`, which the `taco`
+//! CLI and `Tensor::compile()` apply; `concretize()` alone nests the result's modes first, an
+//! inner-product order that runs CSR SpMM several times slower) and then applies the commands.
+//!
 //! SDDMM writes a sparse result with `A`'s layout; stock TACO parallelizes that only with
 //! `-s=assemble(C,Insert)`, which every SDDMM program carries (WACO patched TACO's output
 //! instead). The toolchain's default is TACO's own CSR program ([`TacoProgram::csr`]):

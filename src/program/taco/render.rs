@@ -52,7 +52,9 @@ impl TacoProgram {
     /// [`TacoProgram::pack`] (or `A.insert` of the repacked coordinates and `A.pack()`), the
     /// dense operands as row-major arrays.
     pub fn cpp_snippet(&self) -> String {
-        let mut out = String::from("using namespace taco;\n");
+        let mut out = String::from(
+            "// needs #include <taco.h> and <taco/index_notation/transformations.h>\nusing namespace taco;\n",
+        );
         let mut vars: Vec<String> = Vec::new();
         for v in self.tensors.iter().flat_map(|t| t.vars.iter()) {
             if !vars.contains(&v.name) {
@@ -93,7 +95,10 @@ impl TacoProgram {
             .replace('=', " = ")
             .replace('*', " * ");
         writeln!(out, "{expr};").ok();
-        out.push_str("IndexStmt stmt = C.getAssignment().concretize();\n");
+        // TACO's own loop order first, as the `taco` CLI and `Tensor::compile()` do.
+        out.push_str(
+            "IndexStmt stmt = reorderLoopsTopologically(C.getAssignment().concretize());\n",
+        );
         for c in &self.commands {
             writeln!(out, "stmt = stmt.{};", cpp_command(c)).ok();
         }
