@@ -174,123 +174,207 @@ fn run_lines(args: &RankArgs, path: &Path, format: FormatArg) -> Result<()> {
     }
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading candidates {}", path.display()))?;
-    // (1-based line number in the file, line): blank and comment lines are not candidates
-    // but are counted, so numbers match what an editor shows.
-    let entries: Vec<(usize, &str)> = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        .collect();
-    if entries.is_empty() {
-        bail!(
-            "{}: no schedule lines (blank lines and lines starting with # are skipped)",
-            path.display()
-        );
-    }
-    let lines: Vec<&str> = entries.iter().map(|(_, l)| *l).collect();
+    let file = CandidateFile::read(path, &text)?;
     let model = load_model(&args.model)?;
     let head = pick_head(&model, args.model.head.as_deref())?;
-    let set = model.prepare_candidates(&head, &lines)?;
+    let set = model.prepare_candidates(&head, &file.lines)?;
     let problems: Vec<(usize, String)> = set
         .errors()
-        .map(|(i, e)| (entries[i].0, problem(e)))
+        .map(|(i, e)| (file.numbers[i], problem(e)))
         .collect();
     if set.valid_count() == 0 {
         bail!(
             "{}: none of its {} schedule lines is valid for head {head} (line {}: {})",
             path.display(),
-            lines.len(),
+            file.lines.len(),
             problems[0].0,
             problems[0].1
         );
     }
-    let info = model.info();
-    let polarity = info.head(&head)?.polarity;
-    let measured_ms = set.measured_ms();
+    let ctx = LinesContext {
+        model: &model,
+        head: &head,
+        set: &set,
+        file: &file,
+        problems: &problems,
+        top: args.top,
+    };
     let mut out = std::io::stdout().lock();
     let mut reports = Vec::new();
     for matrix_path in &args.matrix {
+        let ranked = ctx.rank(matrix_path)?;
+        match format {
+            FormatArg::Json => reports.push(ctx.json(matrix_path, &ranked)),
+            _ => ctx.print(&mut out, matrix_path, &ranked)?,
+        }
+    }
+    if format == FormatArg::Json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&reports)?)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The schedule lines of a file with their 1-based line numbers: blank and comment lines are
+/// not candidates but are counted, so numbers match what an editor shows.
+struct CandidateFile<'a> {
+    lines: Vec<&'a str>,
+    numbers: Vec<usize>,
+}
+
+impl<'a> CandidateFile<'a> {
+    fn read(path: &Path, text: &'a str) -> Result<Self> {
+        let (numbers, lines): (Vec<usize>, Vec<&str>) = text
+            .lines()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l))
+            .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+            .unzip();
+        if lines.is_empty() {
+            bail!(
+                "{}: no schedule lines (blank lines and lines starting with # are skipped)",
+                path.display()
+            );
+        }
+        Ok(Self { lines, numbers })
+    }
+}
+
+/// What ranking one file's lines needs, shared by every matrix.
+struct LinesContext<'a> {
+    model: &'a dashrank::Model,
+    head: &'a str,
+    set: &'a dashrank::CandidateSet,
+    file: &'a CandidateFile<'a>,
+    problems: &'a [(usize, String)],
+    top: usize,
+}
+
+/// One matrix's ranking of the lines.
+struct RankedLines {
+    pattern: dashrank::CsrPattern,
+    embed_secs: f64,
+    scores: Vec<f32>,
+    top: Vec<usize>,
+    metrics: eval::RankingMetrics,
+    measured_count: usize,
+}
+
+impl LinesContext<'_> {
+    fn polarity(&self) -> Result<dashrank::model::ScorePolarity> {
+        Ok(self.model.info().head(self.head)?.polarity)
+    }
+
+    /// Embeds the matrix, scores every line once and takes the top k from those scores, with
+    /// the ranking quality against the measured runtimes given in the file, if any.
+    fn rank(&self, matrix_path: &Path) -> Result<RankedLines> {
         let pattern = read_matrix(matrix_path)?;
         let started = Instant::now();
-        let embedding = model
+        let embedding = self
+            .model
             .embed_matrix(&pattern)
             .with_context(|| format!("embedding matrix {}", matrix_path.display()))?;
         let embed_secs = started.elapsed().as_secs_f64();
-        // Score once; the top k comes from the same scores.
-        let mut scores = vec![0.0f32; set.len()];
-        model.score_into(&embedding, &set, &mut scores)?;
-        let ranked = top_k_indices(&scores, args.top, polarity);
-        // Quality against the measured runtimes given in the file, if any.
-        let (predicted, measured): (Vec<f32>, Vec<f64>) = measured_ms
+        let mut scores = vec![0.0f32; self.set.len()];
+        self.model.score_into(&embedding, self.set, &mut scores)?;
+        let polarity = self.polarity()?;
+        let top = top_k_indices(&scores, self.top, polarity);
+        let (predicted, measured): (Vec<f32>, Vec<f64>) = self
+            .set
+            .measured_ms()
             .iter()
             .zip(&scores)
             .filter_map(|(m, &s)| m.filter(|_| !s.is_nan()).map(|m| (s, m)))
             .unzip();
         let metrics = eval::ranking_metrics(&eval::oriented(&predicted, polarity), &measured, None);
-        if format == FormatArg::Json {
-            reports.push(json!({
-                "matrix": matrix_path.display().to_string(),
-                "rows": pattern.nrows(), "cols": pattern.ncols(), "nnz": pattern.nnz(),
-                "head": head,
-                "embed_seconds": embed_secs,
-                "top": ranked.iter().map(|&i| json!({
-                    "index": i, "line": entries[i].0, "score": scores[i],
-                    "schedule": schedule_text(lines[i]),
-                    "measured_ms": measured_ms[i],
-                })).collect::<Vec<_>>(),
-                "invalid": problems.iter().map(|(line, e)| json!({"line": line, "error": e}))
-                    .collect::<Vec<_>>(),
-                "kendall_tau": metrics.kendall_tau, "spearman_rho": metrics.spearman_rho,
-                "top1_ms": metrics.top1.map(|o| o.chosen_ms),
-                "top5_best_ms": metrics.top5.map(|o| o.chosen_ms),
-                "best_measured_ms": metrics.top1.map(|o| o.best_ms),
-            }));
-            continue;
-        }
+        Ok(RankedLines {
+            pattern,
+            embed_secs,
+            scores,
+            top,
+            metrics,
+            measured_count: measured.len(),
+        })
+    }
+
+    fn json(&self, matrix_path: &Path, r: &RankedLines) -> serde_json::Value {
+        let measured_ms = self.set.measured_ms();
+        json!({
+            "matrix": matrix_path.display().to_string(),
+            "rows": r.pattern.nrows(), "cols": r.pattern.ncols(), "nnz": r.pattern.nnz(),
+            "head": self.head,
+            "embed_seconds": r.embed_secs,
+            "top": r.top.iter().map(|&i| json!({
+                "index": i, "line": self.file.numbers[i], "score": r.scores[i],
+                "schedule": schedule_text(self.file.lines[i]),
+                "measured_ms": measured_ms[i],
+            })).collect::<Vec<_>>(),
+            "invalid": self.problems.iter().map(|(line, e)| json!({"line": line, "error": e}))
+                .collect::<Vec<_>>(),
+            "kendall_tau": r.metrics.kendall_tau, "spearman_rho": r.metrics.spearman_rho,
+            "top1_ms": r.metrics.top1.map(|o| o.chosen_ms),
+            "top5_best_ms": r.metrics.top5.map(|o| o.chosen_ms),
+            "best_measured_ms": r.metrics.top1.map(|o| o.best_ms),
+        })
+    }
+
+    fn print(&self, out: &mut impl Write, matrix_path: &Path, r: &RankedLines) -> Result<()> {
+        let info = self.model.info();
+        let p = &r.pattern;
         writeln!(
             out,
             "matrix {}: {} x {}, {} nonzeros (embedded in {:.3} s)",
             matrix_path.display(),
-            pattern.nrows(),
-            pattern.ncols(),
-            pattern.nnz(),
-            embed_secs
+            p.nrows(),
+            p.ncols(),
+            p.nnz(),
+            r.embed_secs
         )?;
         writeln!(
             out,
             "model {} '{}', head {} ({}), backend {}; {} candidates, {} invalid",
             info.family,
             info.model_name,
-            head,
-            polarity,
+            self.head,
+            self.polarity()?,
             info.backend,
-            set.len(),
-            problems.len()
+            self.set.len(),
+            self.problems.len()
         )?;
+        self.print_top(out, r)?;
+        self.print_quality(out, r)?;
+        writeln!(out)?;
+        Ok(())
+    }
+
+    fn print_top(&self, out: &mut impl Write, r: &RankedLines) -> Result<()> {
+        let measured_ms = self.set.measured_ms();
         writeln!(
             out,
             "{:>4}  {:>5}  {:>12}  {:>12}  schedule",
             "rank", "line", "score", "measured_ms"
         )?;
-        for (r, &i) in ranked.iter().enumerate() {
+        for (rank, &i) in r.top.iter().enumerate() {
             let measured = measured_ms[i]
                 .map(|m| format!("{m:.3}"))
                 .unwrap_or_else(|| "-".into());
+            let line = schedule_text(self.file.lines[i]);
             writeln!(
                 out,
-                "{:>4}  {:>5}  {:>12.5}  {:>12}  {}",
-                r + 1,
-                entries[i].0,
-                scores[i],
-                measured,
-                schedule_text(lines[i])
+                "{:>4}  {:>5}  {:>12.5}  {measured:>12}  {line}",
+                rank + 1,
+                self.file.numbers[i],
+                r.scores[i]
             )?;
         }
-        for (line, e) in &problems {
+        for (line, e) in self.problems {
             writeln!(out, "  skipped line {line}: {e}")?;
         }
-        if let (Some(t1), Some(t5)) = (metrics.top1, metrics.top5) {
+        Ok(())
+    }
+
+    fn print_quality(&self, out: &mut impl Write, r: &RankedLines) -> Result<()> {
+        if let (Some(t1), Some(t5)) = (r.metrics.top1, r.metrics.top5) {
             writeln!(
                 out,
                 "measured: best {:.3} ms; model top-1 {:.3} ms ({:.2}x best); best of top-5 {:.3} ms ({:.2}x best)",
@@ -301,20 +385,15 @@ fn run_lines(args: &RankArgs, path: &Path, format: FormatArg) -> Result<()> {
                 t5.chosen_ms / t5.best_ms
             )?;
         }
-        if let (Some(t), Some(r)) = (metrics.kendall_tau, metrics.spearman_rho) {
+        if let (Some(t), Some(rho)) = (r.metrics.kendall_tau, r.metrics.spearman_rho) {
             writeln!(
                 out,
-                "agreement with measured runtimes over {} candidates: Kendall tau {t:.3}, Spearman rho {r:.3}",
-                measured.len()
+                "agreement with measured runtimes over {} candidates: Kendall tau {t:.3}, Spearman rho {rho:.3}",
+                r.measured_count
             )?;
         }
-        writeln!(out)?;
+        Ok(())
     }
-    if format == FormatArg::Json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&reports)?)?;
-    }
-    out.flush()?;
-    Ok(())
 }
 
 /// What is wrong with a rejected line, without the batch position the library's message

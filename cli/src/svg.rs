@@ -22,7 +22,62 @@ pub struct Plot<'a> {
 }
 
 pub fn render(plot: &Plot) -> String {
-    let n = plot.points.iter().map(|p| p.0).max().unwrap_or(1).max(2);
+    let f = Frame::new(plot);
+    let mut s = String::new();
+    header(&mut s, plot);
+    axes(&mut s, &f);
+    reference_lines(&mut s, plot, &f);
+    // Points: top 5 predicted highlighted.
+    for &(rank, ms) in plot.points.iter().filter(|p| p.1 > 0.0) {
+        let fill = if rank <= 5 { "#e67e22" } else { "#2c6fbb" };
+        let _ = writeln!(
+            s,
+            r#"<circle cx="{:.2}" cy="{:.2}" r="3.2" fill="{fill}" fill-opacity="0.8"><title>rank {rank}: {ms:.4} ms</title></circle>"#,
+            f.x(rank as f64),
+            f.y(ms)
+        );
+    }
+    legend(&mut s, plot, &f);
+    let _ = writeln!(s, "</g>\n</svg>");
+    s
+}
+
+/// The plot area: ranks 1..=n across, measured milliseconds on a log scale up.
+struct Frame {
+    n: usize,
+    ylo: f64,
+    yhi: f64,
+    pw: f64,
+    ph: f64,
+}
+
+impl Frame {
+    fn new(plot: &Plot) -> Self {
+        let n = plot.points.iter().map(|p| p.0).max().unwrap_or(1).max(2);
+        let (lo, hi) = range(plot);
+        // Pad by 5% of the log range (or a factor 1.5 around a single value).
+        let (l0, l1) = (lo.log10(), hi.log10());
+        let pad = if l1 > l0 { (l1 - l0) * 0.05 } else { 0.18 };
+        Self {
+            n,
+            ylo: l0 - pad,
+            yhi: l1 + pad,
+            pw: W - LEFT - RIGHT,
+            ph: H - TOP - BOTTOM,
+        }
+    }
+
+    fn x(&self, rank: f64) -> f64 {
+        LEFT + (rank - 0.5) / self.n as f64 * self.pw
+    }
+
+    fn y(&self, ms: f64) -> f64 {
+        TOP + (self.yhi - ms.log10()) / (self.yhi - self.ylo) * self.ph
+    }
+}
+
+/// The smallest and largest positive time (the default's included), or 1..10 without any.
+fn range(plot: &Plot) -> (f64, f64) {
     let positive = plot.points.iter().map(|p| p.1).filter(|&m| m > 0.0);
     let mut lo = positive.clone().fold(f64::INFINITY, f64::min);
     let mut hi = positive.fold(f64::NEG_INFINITY, f64::max);
@@ -30,19 +85,14 @@ pub fn render(plot: &Plot) -> String {
         lo = lo.min(d);
         hi = hi.max(d);
     }
-    if !lo.is_finite() {
-        (lo, hi) = (1.0, 10.0);
+    if lo.is_finite() {
+        (lo, hi)
+    } else {
+        (1.0, 10.0)
     }
-    // Pad by 5% of the log range (or a factor 1.5 around a single value).
-    let (l0, l1) = (lo.log10(), hi.log10());
-    let pad = if l1 > l0 { (l1 - l0) * 0.05 } else { 0.18 };
-    let (ylo, yhi) = (l0 - pad, l1 + pad);
-    let pw = W - LEFT - RIGHT;
-    let ph = H - TOP - BOTTOM;
-    let x = |rank: f64| LEFT + (rank - 0.5) / n as f64 * pw;
-    let y = |ms: f64| TOP + (yhi - ms.log10()) / (yhi - ylo) * ph;
+}
 
-    let mut s = String::new();
+fn header(s: &mut String, plot: &Plot) {
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">"#
@@ -58,45 +108,52 @@ pub fn render(plot: &Plot) -> String {
         r##"<text x="{LEFT}" y="40" fill="#444">{}</text>"##,
         escape(plot.subtitle)
     );
+}
+
+fn axes(s: &mut String, f: &Frame) {
+    let (pw, ph) = (f.pw, f.ph);
     // Frame and grid.
     let _ = writeln!(
         s,
         r##"<rect x="{LEFT:.2}" y="{TOP:.2}" width="{pw:.2}" height="{ph:.2}" fill="none" stroke="#333"/>"##
     );
-    for v in log_ticks(10f64.powf(ylo), 10f64.powf(yhi)) {
-        let yy = y(v);
+    for v in log_ticks(10f64.powf(f.ylo), 10f64.powf(f.yhi)) {
+        let yy = f.y(v);
         let _ = writeln!(
             s,
             r##"<line x1="{LEFT:.2}" y1="{yy:.2}" x2="{:.2}" y2="{yy:.2}" stroke="#ddd"/><text x="{:.2}" y="{:.2}" text-anchor="end">{}</text>"##,
-            LEFT + pw,
+            LEFT + f.pw,
             LEFT - 6.0,
             yy + 4.0,
             tick_label(v)
         );
     }
-    for r in rank_ticks(n) {
-        let xx = x(r as f64);
+    for r in rank_ticks(f.n) {
+        let xx = f.x(r as f64);
         let _ = writeln!(
             s,
             r##"<line x1="{xx:.2}" y1="{:.2}" x2="{xx:.2}" y2="{:.2}" stroke="#333"/><text x="{xx:.2}" y="{:.2}" text-anchor="middle">{r}</text>"##,
-            TOP + ph,
-            TOP + ph + 5.0,
-            TOP + ph + 19.0
+            TOP + f.ph,
+            TOP + f.ph + 5.0,
+            TOP + f.ph + 19.0
         );
     }
     let _ = writeln!(
         s,
         r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">predicted rank (1 = predicted fastest)</text>"#,
-        LEFT + pw / 2.0,
+        LEFT + f.pw / 2.0,
         H - 16.0
     );
     let _ = writeln!(
         s,
         r#"<text transform="translate(18 {:.2}) rotate(-90)" text-anchor="middle">measured runtime (ms, log scale)</text>"#,
-        TOP + ph / 2.0
+        TOP + f.ph / 2.0
     );
+}
+
+fn reference_lines(s: &mut String, plot: &Plot, f: &Frame) {
     // Reference lines: best measured, default.
-    if hi >= lo && plot.points.iter().any(|p| p.1 > 0.0) {
+    if plot.points.iter().any(|p| p.1 > 0.0) {
         let best = plot
             .points
             .iter()
@@ -106,30 +163,23 @@ pub fn render(plot: &Plot) -> String {
         let _ = writeln!(
             s,
             r##"<line x1="{LEFT:.2}" y1="{yy:.2}" x2="{:.2}" y2="{yy:.2}" stroke="#2a9d4b" stroke-dasharray="4 3"/>"##,
-            LEFT + pw,
-            yy = y(best)
+            LEFT + f.pw,
+            yy = f.y(best)
         );
     }
     if let Some(d) = plot.default_ms.filter(|&d| d > 0.0) {
         let _ = writeln!(
             s,
             r##"<line x1="{LEFT:.2}" y1="{yy:.2}" x2="{:.2}" y2="{yy:.2}" stroke="#c0392b" stroke-dasharray="6 3"/>"##,
-            LEFT + pw,
-            yy = y(d)
+            LEFT + f.pw,
+            yy = f.y(d)
         );
     }
-    // Points: top 5 predicted highlighted.
-    for &(rank, ms) in plot.points.iter().filter(|p| p.1 > 0.0) {
-        let fill = if rank <= 5 { "#e67e22" } else { "#2c6fbb" };
-        let _ = writeln!(
-            s,
-            r#"<circle cx="{:.2}" cy="{:.2}" r="3.2" fill="{fill}" fill-opacity="0.8"><title>rank {rank}: {ms:.4} ms</title></circle>"#,
-            x(rank as f64),
-            y(ms)
-        );
-    }
+}
+
+fn legend(s: &mut String, plot: &Plot, f: &Frame) {
     // Legend.
-    let lx = LEFT + pw - 180.0;
+    let lx = LEFT + f.pw - 180.0;
     let _ = writeln!(
         s,
         r##"<g font-size="11"><circle cx="{:.2}" cy="{:.2}" r="3.2" fill="#e67e22"/><text x="{:.2}" y="{:.2}">predicted top 5</text><line x1="{:.2}" y1="{:.2}" x2="{:.2}" y2="{:.2}" stroke="#2a9d4b" stroke-dasharray="4 3"/><text x="{:.2}" y="{:.2}">best measured</text>"##,
@@ -156,8 +206,6 @@ pub fn render(plot: &Plot) -> String {
             TOP + 48.0
         );
     }
-    let _ = writeln!(s, "</g>\n</svg>");
-    s
 }
 
 /// 1-2-5 ticks inside `[lo, hi]`; if that gives fewer than two, decades only are too sparse

@@ -97,15 +97,14 @@ pub(crate) fn tasks(out: &Coords, points: usize) -> Vec<std::ops::Range<usize>> 
     let n = out.len();
     let least = if n >= SERIAL_POINTS { 2 } else { 1 };
     // An even number of tasks from two on: three tasks on two threads leave one idle for a
-    // third of the step (c-46's conv3: 3 tasks; with 4 the whole run is 3–13 % faster).
+    // third of the step (BENCHMARKS.md, "An even number of tasks per band step").
     let mut count = n.div_ceil(points.max(1)).max(least);
     if count > 1 {
         count = count.next_multiple_of(2);
     }
     // Task `t` ends at the row boundary nearest to `(t + 1)/count` of the points. (Cutting
-    // after the first row that reaches `n/count` put every overshoot into the last task:
-    // with rows of ~1 900 points, uniform-10m's conv9 calls had three tasks of ~9 500 points
-    // and one of ~4 300, and the worker that ran the first two was busy 270 ms against 175.)
+    // after the first row that reaches `n/count` put every overshoot into the last task, and
+    // long rows then left one worker with most of a step; measured in BENCHMARKS.md.)
     let rows = out.rows.len();
     let mut tasks = Vec::with_capacity(count);
     let mut first = 0;

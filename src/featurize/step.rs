@@ -28,12 +28,16 @@ use crate::error::Result;
 use crate::simd::kernels::Kernels;
 
 /// Fewest multiply-adds per pair at which the repeated products of a list's pairs are found
-/// (`TaskJobs::assign_slots`) and computed once. Finding them hashes every pair of the
-/// owned keys, about 10 ns each, and saves 0.1–0.5 of a product per hashed pair (WACO on the
-/// real matrices); at WACO's 32 → 32 (1 024 per pair, ~8 ns saved) that did not pay: the
-/// real matrices ran as fast or faster without it (c-46 −3 to −6 %, bcsstk38 and pf2177 up
-/// to −7 %), while at DASH's wider layers a saved product is worth 4–64 times more.
+/// (`TaskJobs::assign_slots`) and computed once. It trades a hash of every pair of the owned
+/// keys against the fraction of a product each hashed pair saves: too small a product (WACO's
+/// 32 → 32) and the hashing costs what it saves, while DASH's wider layers save 4–64 times
+/// more per product (BENCHMARKS.md, "No repeated-product slots at WACO's 32 → 32").
 pub(crate) const SLOT_MIN_MACS: u64 = 2048;
+
+/// What looking a point's key up costs, in multiply-adds of the products it may save: the
+/// break-even of the key lookups of a layer (a lookup's time over a multiply-add's, as
+/// measured for BENCHMARKS.md's featurizer runs).
+const LOOKUP_COST_IN_MACS: f64 = 1280.0;
 
 /// The rows of a band's points, relative to the band (see [`Run::assemble`]).
 enum BandIds<'a> {
@@ -353,7 +357,8 @@ impl<'m> Run<'_, 'm> {
         };
         let tasks = tasks(out, TASK_POINTS);
         // Bitmaps pay for a constant input unless its rows are very short, or the neighbour
-        // search finds the masks 16 points at a time (faster on every matrix measured).
+        // search finds the masks 16 points at a time (which beat bitmaps on every matrix of
+        // BENCHMARKS.md).
         let masks = (x.is_constant()
             && !searches_in_blocks(&reach.geom, k.level)
             && x.len() >= 4 * x.coords.rows.len().max(1))
@@ -402,11 +407,11 @@ impl<'m> Run<'_, 'm> {
             .charge(band.bytes(), node, "the neighbour pairs of a band")?;
         let keyed_rows = (band.rows - unique_rows) as u64;
         // Stop looking keys up in this layer for a while when the rows they save cost less
-        // than the lookups: about 40 ns per point against the row's multiply-adds at about
-        // 32 per ns (a stencil without products needs 90 % of its keys to repeat).
+        // than the lookups: `LOOKUP_COST_IN_MACS` multiply-adds per point against the row's
+        // multiply-adds (a stencil without products needs 90 % of its keys to repeat).
         let macs_per_row = (op.macs_per_pair() * pairs) as f64 / out.len().max(1) as f64;
         let needed = if macs_per_row > 0.0 {
-            (40.0 * 32.0 / macs_per_row).min(0.9)
+            (LOOKUP_COST_IN_MACS / macs_per_row).min(0.9)
         } else {
             0.1
         };

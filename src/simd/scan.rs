@@ -12,8 +12,9 @@
 //! columns lie left of the window (the index of its first neighbour) and which window
 //! positions hold a column (its neighbour mask). The branches then depend on the rows, not
 //! on the points. (A per-point vector search, 16 columns per comparison instead of one, was
-//! measured too: it lengthens each cursor's dependency chain and ran 25–60 % slower than the
-//! scalar walk on AVX-512 and AVX2.) The scalar level keeps the cursor walk.
+//! measured too: it lengthens each cursor's dependency chain and lost to the scalar walk on
+//! AVX-512 and AVX2; BENCHMARKS.md keeps the numbers.) The scalar level keeps the cursor
+//! walk.
 //!
 //! Its results are indices and bit masks, not arithmetic: every level finds the same
 //! neighbours (`featurize::rulebook`'s tests compare the levels pair for pair).

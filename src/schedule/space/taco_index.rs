@@ -56,11 +56,11 @@ fn formats(bits: u8) -> [LevelFormat; 4] {
     })
 }
 
-/// Layouts of the spaces indexed most recently, at most [`LAYOUT_CACHE`]: building one takes
-/// about 2 ms (every permutation of the loop names is generated and checked), and per-index
-/// access (`config(i)` and `line(i)` from a top-k report, the C ABI or the TVM module) had
-/// paid it on every call, 5 ms per printed candidate. Keyed by the space's whole value, since
-/// its fields are public and may change between calls.
+/// Layouts of the spaces indexed most recently, at most [`LAYOUT_CACHE`]: building one
+/// generates and checks every permutation of the loop names, which per-index access
+/// (`config(i)` and `line(i)` from a top-k report, the C ABI or the TVM module) would otherwise
+/// repeat for every printed candidate. Keyed by the space's whole value, since its fields are
+/// public and may change between calls.
 static LAYOUTS: Mutex<Vec<(TacoSpace, Arc<Layout>)>> = Mutex::new(Vec::new());
 
 /// Most layouts kept (a WACO SpMM layout holds about 0.2 MB).
