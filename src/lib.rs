@@ -19,6 +19,7 @@ pub mod program;
 pub mod rank;
 pub mod schedule;
 pub mod simd;
+mod status;
 pub mod tune;
 pub mod vocab;
 pub mod workflow;

@@ -120,5 +120,5 @@ pub fn read_matrix(path: &Path) -> Result<CsrPattern> {
 
 /// The head named by `--head`, or the model's only head.
 pub fn pick_head(model: &Model, head: Option<&str>) -> Result<String> {
-    Ok(model.info().head_or_only(head)?.name.clone())
+    Ok(model.info().select_head(head, None, None)?.name.clone())
 }

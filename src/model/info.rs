@@ -296,22 +296,64 @@ impl ModelInfo {
             .ok_or_else(|| self.unknown_head(name))
     }
 
-    /// The head named `name`, or the model's only head when `name` is `None` (what a
-    /// command-line `--head` flag or a NULL head name means).
+    /// The one head of `info` that matches every given criterion: its name, its target, its
+    /// kernel. With no criterion, the model's only head.
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::UnknownHead`](crate::ErrorKind::UnknownHead) for an unknown name;
-    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when `name` is `None`
-    /// and the model has several heads (the message lists them).
-    pub fn head_or_only(&self, name: Option<&str>) -> Result<&HeadInfo> {
-        match (name, self.heads.as_slice()) {
-            (Some(name), _) => self.head(name),
-            (None, [only]) => Ok(only),
-            (None, _) => Err(Error::invalid_argument(format!(
-                "the model has {} heads; choose one ({})",
-                self.heads.len(),
-                self.head_names().collect::<Vec<_>>().join(", ")
+    /// [`ErrorKind::UnknownHead`](crate::ErrorKind::UnknownHead) for a name the model lacks;
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when no head or several
+    /// heads match (the message lists the heads with their targets and kernels).
+    ///
+    /// # Example
+    /// ```
+    /// use dashrank::{LoadOptions, Model, Target};
+    /// let model = Model::load("tests/data/fixtures/tiny-cognate", &LoadOptions::default())?;
+    /// let h = model.info().select_head(None, Some(Target::GpuSparseTir), None)?;
+    /// assert_eq!(h.name, "gpu-sparsetir/spmm");
+    /// // Two SPADE heads (SpMM, SDDMM): the kernel must be named.
+    /// assert!(model.info().select_head(None, Some(Target::Spade), None).is_err());
+    /// # Ok::<(), dashrank::Error>(())
+    /// ```
+    pub fn select_head(
+        &self,
+        head: Option<&str>,
+        target: Option<Target>,
+        kernel: Option<Kernel>,
+    ) -> Result<&HeadInfo> {
+        if let Some(name) = head {
+            let h = self.head(name)?;
+            let wrong =
+                target.is_some_and(|t| t != h.target) || kernel.is_some_and(|k| k != h.kernel);
+            if wrong {
+                return Err(Error::invalid_argument(format!(
+                    "head {name} ranks {} {} schedules, not {}",
+                    h.target,
+                    h.kernel,
+                    wanted(target, kernel)
+                )));
+            }
+            return Ok(h);
+        }
+        let matching: Vec<&HeadInfo> = self
+            .heads
+            .iter()
+            .filter(|h| {
+                target.is_none_or(|t| t == h.target) && kernel.is_none_or(|k| k == h.kernel)
+            })
+            .collect();
+        match matching.as_slice() {
+            [one] => Ok(one),
+            [] => Err(Error::invalid_argument(format!(
+                "the model has no head for {} (heads: {})",
+                wanted(target, kernel),
+                describe_heads(&self.heads)
+            ))),
+            several => Err(Error::invalid_argument(format!(
+                "the model has {} heads for {}; choose one ({})",
+                several.len(),
+                wanted(target, kernel),
+                describe_heads(several.iter().copied())
             ))),
         }
     }
@@ -358,6 +400,29 @@ pub(crate) fn check_format_version(text: &str) -> Result<u32> {
         .into());
     }
     Ok(found)
+}
+
+fn wanted(target: Option<Target>, kernel: Option<Kernel>) -> String {
+    match (target, kernel) {
+        (Some(t), Some(k)) => format!("{t} {k}"),
+        (Some(t), None) => format!("target {t}"),
+        (None, Some(k)) => format!("kernel {k}"),
+        (None, None) => "any target".to_owned(),
+    }
+}
+
+fn describe_heads<'a>(heads: impl IntoIterator<Item = &'a HeadInfo>) -> String {
+    let all: Vec<String> = heads
+        .into_iter()
+        .map(|h| {
+            if h.name == format!("{}/{}", h.target, h.kernel) {
+                h.name.clone()
+            } else {
+                format!("{} ({} {})", h.name, h.target, h.kernel)
+            }
+        })
+        .collect();
+    all.join(", ")
 }
 
 #[cfg(test)]

@@ -27,36 +27,7 @@ pub use measure::{Measurement, TuneResult};
 pub use space::{PreparedSpace, SpaceCandidates, SpaceConfig, SpaceRanked, SpaceTopK};
 pub use topk::top_k_indices;
 
-/// The status of one candidate: the one status type of the ranking API, for prepared
-/// candidate sets ([`CandidateSet::status`]: valid or rejected by the schema) and for whole
-/// spaces ([`SpaceCandidates::status`]: also duplicates and configurations the toolchain
-/// rejects for a matrix). Only valid candidates are ranked; their score is meaningful, the
-/// others score NaN.
-#[derive(Debug, Clone, Copy)]
-pub enum CandidateStatus<'a> {
-    /// Valid: ranked.
-    Valid,
-    /// Behaves like candidate `of` for this matrix; not ranked (`of` is).
-    Duplicate {
-        /// The candidate it duplicates.
-        of: usize,
-    },
-    /// The toolchain rejects it for this matrix (out of range for this shape, …).
-    InvalidForMatrix {
-        /// Why (the space's message).
-        reason: &'a str,
-    },
-    /// The model's schema rejects its line (parse error, out-of-vocabulary value, …); the
-    /// error names the field and value.
-    InvalidSchedule(&'a Error),
-}
-
-impl CandidateStatus<'_> {
-    /// True for [`CandidateStatus::Valid`].
-    pub fn is_valid(&self) -> bool {
-        matches!(self, CandidateStatus::Valid)
-    }
-}
+pub use crate::status::CandidateStatus;
 
 /// Candidates prepared for one head: parsed, validated, encoded and embedded once, reusable
 /// for any number of matrices.

@@ -43,9 +43,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::model::{MatrixEmbedding, Model};
-use crate::schedule::space::{
-    MatrixShape, ScheduleSpace, ShapeStatuses, SpaceStatus, SpaceStatusRef,
-};
+use crate::schedule::space::{MatrixShape, ScheduleSpace, ShapeStatuses};
 
 use super::topk::{rank_of, top_k_indices};
 use super::{CandidateSet, CandidateStatus, CostModel};
@@ -142,7 +140,7 @@ pub struct SpaceCandidates<C: SpaceConfig> {
     statuses: ShapeStatuses,
     default_index: usize,
     /// The default, when it is appended (index `prepared.len`), with its status.
-    appended_default: Option<(C, SpaceStatus)>,
+    appended_default: Option<(C, CandidateStatus<'static>)>,
     overlay: Overlay,
     ranked: usize,
 }
@@ -237,12 +235,9 @@ impl<C: SpaceConfig> SpaceCandidates<C> {
 
     /// The space's own status of candidate `index` (valid / duplicate / invalid for this
     /// matrix), before the schema is consulted.
-    pub fn space_status(&self, index: usize) -> Option<SpaceStatus> {
+    pub fn space_status(&self, index: usize) -> Option<CandidateStatus<'static>> {
         if index < self.prepared.len {
-            return self
-                .statuses
-                .get(index)
-                .map(SpaceStatusRef::to_owned_status);
+            return self.statuses.get(index).map(CandidateStatus::into_owned);
         }
         self.appended_default
             .as_ref()
@@ -270,23 +265,30 @@ impl<C: SpaceConfig> SpaceCandidates<C> {
             self.statuses.get(index)?
         } else {
             match &self.appended_default {
-                Some((_, SpaceStatus::Invalid { reason })) if index == self.prepared.len => {
-                    SpaceStatusRef::Invalid { reason }
+                Some((_, CandidateStatus::InvalidForMatrix { reason }))
+                    if index == self.prepared.len =>
+                {
+                    CandidateStatus::InvalidForMatrix {
+                        reason: std::borrow::Cow::Borrowed(reason),
+                    }
                 }
-                Some((_, SpaceStatus::Duplicate { of })) if index == self.prepared.len => {
-                    SpaceStatusRef::Duplicate { of: *of }
+                Some((_, CandidateStatus::Duplicate { of })) if index == self.prepared.len => {
+                    CandidateStatus::Duplicate { of: *of }
                 }
-                Some(_) if index == self.prepared.len => SpaceStatusRef::Valid,
+                Some(_) if index == self.prepared.len => CandidateStatus::Valid,
                 _ => return None,
             }
         };
         Some(match space {
-            SpaceStatusRef::Invalid { reason } => CandidateStatus::InvalidForMatrix { reason },
-            SpaceStatusRef::Duplicate { of } => match self.schema_status(index)? {
+            CandidateStatus::InvalidForMatrix { reason } => {
+                CandidateStatus::InvalidForMatrix { reason }
+            }
+            CandidateStatus::InvalidSchedule(e) => CandidateStatus::InvalidSchedule(e),
+            CandidateStatus::Duplicate { of } => match self.schema_status(index)? {
                 s @ CandidateStatus::InvalidSchedule(_) => s,
                 _ => CandidateStatus::Duplicate { of },
             },
-            SpaceStatusRef::Valid => self.schema_status(index)?,
+            CandidateStatus::Valid => self.schema_status(index)?,
         })
     }
 
@@ -419,8 +421,8 @@ impl Model {
                 // Rare (every registered space enumerates its default): the rule of
                 // `ScheduleSpace::candidates`, by one scan of the enumeration.
                 let status = match space.validate(&default, shape) {
-                    Err(e) => SpaceStatus::Invalid {
-                        reason: e.to_string(),
+                    Err(e) => CandidateStatus::InvalidForMatrix {
+                        reason: std::borrow::Cow::Owned(e.to_string()),
                     },
                     Ok(()) => {
                         let key = space.duplicate_key(&default, shape);
@@ -429,8 +431,8 @@ impl Model {
                             .iter()
                             .position(|c| space.duplicate_key(c, shape) == key)
                         {
-                            Some(of) => SpaceStatus::Duplicate { of },
-                            None => SpaceStatus::Valid,
+                            Some(of) => CandidateStatus::Duplicate { of },
+                            None => CandidateStatus::Valid,
                         }
                     }
                 };

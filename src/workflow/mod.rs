@@ -39,7 +39,7 @@ pub use report::{
     status_text, SkippedEntry, SpaceRankReport, SpaceRankedEntry, TuneEntry, TuneReport,
 };
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::model::{HeadInfo, Model, ModelInfo};
 use std::sync::Arc;
 
@@ -47,86 +47,18 @@ use crate::rank::{PreparedSpace, SpaceCandidates};
 use crate::schedule::space::{AnyConfig, AnySpace, LineForm, MatrixShape};
 use crate::vocab::{Kernel, Target};
 
-/// The one head of `info` that matches every given criterion: its name, its target, its
-/// kernel. With no criterion, the model's only head.
+/// The one head of `info` that matches every given criterion ([`ModelInfo::select_head`]).
 ///
 /// # Errors
 ///
-/// [`ErrorKind::UnknownHead`](crate::ErrorKind::UnknownHead) for a name the model lacks;
-/// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when no head or several
-/// heads match (the message lists the heads with their targets and kernels).
-///
-/// # Example
-/// ```
-/// use dashrank::{LoadOptions, Model, Target};
-/// let model = Model::load("tests/data/fixtures/tiny-cognate", &LoadOptions::default())?;
-/// let h = dashrank::workflow::select_head(model.info(), None, Some(Target::GpuSparseTir), None)?;
-/// assert_eq!(h.name, "gpu-sparsetir/spmm");
-/// // Two SPADE heads (SpMM, SDDMM): the kernel must be named.
-/// assert!(dashrank::workflow::select_head(model.info(), None, Some(Target::Spade), None).is_err());
-/// # Ok::<(), dashrank::Error>(())
-/// ```
+/// As [`ModelInfo::select_head`].
 pub fn select_head<'a>(
     info: &'a ModelInfo,
     head: Option<&str>,
     target: Option<Target>,
     kernel: Option<Kernel>,
 ) -> Result<&'a HeadInfo> {
-    if let Some(name) = head {
-        let h = info.head(name)?;
-        let wrong = target.is_some_and(|t| t != h.target) || kernel.is_some_and(|k| k != h.kernel);
-        if wrong {
-            return Err(Error::invalid_argument(format!(
-                "head {name} ranks {} {} schedules, not {}",
-                h.target,
-                h.kernel,
-                wanted(target, kernel)
-            )));
-        }
-        return Ok(h);
-    }
-    let matching: Vec<&HeadInfo> = info
-        .heads
-        .iter()
-        .filter(|h| target.is_none_or(|t| t == h.target) && kernel.is_none_or(|k| k == h.kernel))
-        .collect();
-    match matching.as_slice() {
-        [one] => Ok(one),
-        [] => Err(Error::invalid_argument(format!(
-            "the model has no head for {} (heads: {})",
-            wanted(target, kernel),
-            describe_heads(&info.heads)
-        ))),
-        several => Err(Error::invalid_argument(format!(
-            "the model has {} heads for {}; choose one ({})",
-            several.len(),
-            wanted(target, kernel),
-            describe_heads(several.iter().copied())
-        ))),
-    }
-}
-
-fn wanted(target: Option<Target>, kernel: Option<Kernel>) -> String {
-    match (target, kernel) {
-        (Some(t), Some(k)) => format!("{t} {k}"),
-        (Some(t), None) => format!("target {t}"),
-        (None, Some(k)) => format!("kernel {k}"),
-        (None, None) => "any target".to_owned(),
-    }
-}
-
-fn describe_heads<'a>(heads: impl IntoIterator<Item = &'a HeadInfo>) -> String {
-    let all: Vec<String> = heads
-        .into_iter()
-        .map(|h| {
-            if h.name == format!("{}/{}", h.target, h.kernel) {
-                h.name.clone()
-            } else {
-                format!("{} ({} {})", h.name, h.target, h.kernel)
-            }
-        })
-        .collect();
-    all.join(", ")
+    info.select_head(head, target, kernel)
 }
 
 /// The head that ranks `space`: `head` if given (it must be for the space's target and

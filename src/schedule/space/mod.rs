@@ -46,8 +46,10 @@ pub use spade::{ColumnPanels, SpadeConfig, SpadeRow, SpadeSpace};
 pub use sparsetir::{GpuConfig, GpuLoopOrder, SparseTirSpace};
 pub use taco::{LevelFormat, SuperSchedule, TacoSpace};
 
+pub use crate::status::CandidateStatus;
 pub use crate::vocab::{Kernel, Target};
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -73,31 +75,6 @@ impl MatrixShape {
 impl From<&crate::pattern::CsrPattern> for MatrixShape {
     fn from(p: &crate::pattern::CsrPattern) -> Self {
         Self::new(p.nrows(), p.ncols(), p.nnz())
-    }
-}
-
-/// Whether one enumerated candidate is worth ranking for a given matrix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SpaceStatus {
-    /// The toolchain accepts the configuration and it is distinct for this matrix.
-    Valid,
-    /// The configuration behaves exactly like the candidate at index `of` for this matrix
-    /// (e.g. a SPADE column panel at least as wide as the matrix equals `NUM_MATRIX_COLS`).
-    Duplicate {
-        /// Index (in the same candidate list) of the configuration it duplicates.
-        of: usize,
-    },
-    /// The toolchain would reject the configuration for this matrix.
-    Invalid {
-        /// Why.
-        reason: String,
-    },
-}
-
-impl SpaceStatus {
-    /// True for [`SpaceStatus::Valid`].
-    pub fn is_valid(&self) -> bool {
-        matches!(self, SpaceStatus::Valid)
     }
 }
 
@@ -135,19 +112,20 @@ impl ShapeStatuses {
 
     /// Sets the status of configuration `index` (in ascending `index` order for invalid
     /// ones). Indices beyond [`Self::len`] are ignored.
-    pub fn set(&mut self, index: usize, status: SpaceStatus) {
+    pub fn set(&mut self, index: usize, status: CandidateStatus<'static>) {
         if index >= self.len {
             return;
         }
         match status {
-            SpaceStatus::Valid => {}
-            SpaceStatus::Duplicate { of } => {
+            CandidateStatus::Valid | CandidateStatus::InvalidSchedule(_) => {}
+            CandidateStatus::Duplicate { of } => {
                 if self.dup_of.is_empty() {
                     self.dup_of = vec![u32::MAX; self.len];
                 }
                 self.dup_of[index] = u32::try_from(of).unwrap_or(u32::MAX);
             }
-            SpaceStatus::Invalid { reason } => {
+            CandidateStatus::InvalidForMatrix { reason } => {
+                let reason = reason.into_owned();
                 match self.invalid.binary_search_by_key(&index, |(i, _)| *i) {
                     Ok(pos) => self.invalid[pos].1 = reason,
                     Err(pos) => self.invalid.insert(pos, (index, reason)),
@@ -157,24 +135,24 @@ impl ShapeStatuses {
     }
 
     /// Status of configuration `index` (`None` beyond the end).
-    pub fn get(&self, index: usize) -> Option<SpaceStatusRef<'_>> {
+    pub fn get(&self, index: usize) -> Option<CandidateStatus<'_>> {
         if index >= self.len {
             return None;
         }
         if let Ok(pos) = self.invalid.binary_search_by_key(&index, |(i, _)| *i) {
-            return Some(SpaceStatusRef::Invalid {
-                reason: &self.invalid[pos].1,
+            return Some(CandidateStatus::InvalidForMatrix {
+                reason: Cow::Borrowed(&self.invalid[pos].1),
             });
         }
         match self.dup_of.get(index) {
-            Some(&of) if of != u32::MAX => Some(SpaceStatusRef::Duplicate { of: of as usize }),
-            _ => Some(SpaceStatusRef::Valid),
+            Some(&of) if of != u32::MAX => Some(CandidateStatus::Duplicate { of: of as usize }),
+            _ => Some(CandidateStatus::Valid),
         }
     }
 
     /// Whether configuration `index` is valid (and exists).
     pub fn is_valid(&self, index: usize) -> bool {
-        matches!(self.get(index), Some(SpaceStatusRef::Valid))
+        matches!(self.get(index), Some(CandidateStatus::Valid))
     }
 
     /// Number of valid configurations.
@@ -189,36 +167,6 @@ impl ShapeStatuses {
     }
 }
 
-/// A borrowed [`SpaceStatus`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpaceStatusRef<'a> {
-    /// See [`SpaceStatus::Valid`].
-    Valid,
-    /// See [`SpaceStatus::Duplicate`].
-    Duplicate {
-        /// The configuration it duplicates.
-        of: usize,
-    },
-    /// See [`SpaceStatus::Invalid`].
-    Invalid {
-        /// Why.
-        reason: &'a str,
-    },
-}
-
-impl SpaceStatusRef<'_> {
-    /// The owned status.
-    pub fn to_owned_status(self) -> SpaceStatus {
-        match self {
-            SpaceStatusRef::Valid => SpaceStatus::Valid,
-            SpaceStatusRef::Duplicate { of } => SpaceStatus::Duplicate { of },
-            SpaceStatusRef::Invalid { reason } => SpaceStatus::Invalid {
-                reason: reason.to_string(),
-            },
-        }
-    }
-}
-
 /// One enumerated configuration with its text line and its status for the matrix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Candidate<C> {
@@ -227,7 +175,7 @@ pub struct Candidate<C> {
     /// The line a model's schema parses ([`ScheduleSpace::to_line`]).
     pub line: String,
     /// Valid, duplicate or invalid for this matrix.
-    pub status: SpaceStatus,
+    pub status: CandidateStatus<'static>,
 }
 
 /// A whole space instantiated for one matrix, default included.
@@ -245,7 +193,7 @@ impl<C> CandidateList<C> {
         self.items.iter().map(|c| c.line.as_str()).collect()
     }
 
-    /// Indices of the candidates whose status is [`SpaceStatus::Valid`].
+    /// Indices of the candidates whose status is [`CandidateStatus::Valid`].
     pub fn valid_indices(&self) -> Vec<usize> {
         let valid = self
             .items
@@ -298,16 +246,16 @@ pub trait ScheduleSpace {
         config: &Self::Config,
         shape: &MatrixShape,
         earlier_keys: &[String],
-    ) -> SpaceStatus {
+    ) -> CandidateStatus<'static> {
         if let Err(e) = self.validate(config, shape) {
-            return SpaceStatus::Invalid {
-                reason: e.to_string(),
+            return CandidateStatus::InvalidForMatrix {
+                reason: Cow::Owned(e.to_string()),
             };
         }
         let key = self.duplicate_key(config, shape);
         match earlier_keys.iter().position(|k| *k == key) {
-            Some(of) => SpaceStatus::Duplicate { of },
-            None => SpaceStatus::Valid,
+            Some(of) => CandidateStatus::Duplicate { of },
+            None => CandidateStatus::Valid,
         }
     }
 
@@ -391,12 +339,12 @@ pub trait ScheduleSpace {
         for (i, config) in configs.into_iter().enumerate() {
             let key = self.duplicate_key(&config, shape);
             let status = match self.validate(&config, shape) {
-                Err(e) => SpaceStatus::Invalid {
-                    reason: e.to_string(),
+                Err(e) => CandidateStatus::InvalidForMatrix {
+                    reason: Cow::Owned(e.to_string()),
                 },
                 Ok(()) => match first_with_key.get(&key) {
-                    Some(&of) => SpaceStatus::Duplicate { of },
-                    None => SpaceStatus::Valid,
+                    Some(&of) => CandidateStatus::Duplicate { of },
+                    None => CandidateStatus::Valid,
                 },
             };
             first_with_key.entry(key).or_insert(i);

@@ -13,7 +13,7 @@
 //!   (1 ↦ 32, 8 ↦ 256) and also accept the factors themselves (32, 256; the two sets do not
 //!   overlap). We always *write* the factor.
 //! - **column panels are widths.** A panel of at least `ncols` columns covers the matrix like
-//!   `NUM_MATRIX_COLS`, so such a candidate is a [`Duplicate`](super::SpaceStatus::Duplicate)
+//!   `NUM_MATRIX_COLS`, so such a candidate is a [`Duplicate`](super::CandidateStatus::Duplicate)
 //!   for that matrix (a per-candidate status, never an error).
 //! - **default.** The papers use "the default optimizations" of each system as the baseline
 //!   without listing SPADE's; we take row panels 32, one column panel (`NUM_MATRIX_COLS`),

@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use super::taco::{LevelFormat, SuperSchedule, TacoSpace};
-use super::{Kernel, MatrixShape, ScheduleSpace, ShapeStatuses, SpaceStatus};
+use super::{CandidateStatus, Kernel, MatrixShape, ScheduleSpace, ShapeStatuses};
 
 /// The block structure of one [`TacoSpace`].
 pub(super) struct Layout {
@@ -274,8 +274,8 @@ impl TacoSpace {
                             let i = layout.starts[b] + pos * layout.inner + f * chunks + ch;
                             out.set(
                                 i,
-                                SpaceStatus::Invalid {
-                                    reason: reason.clone(),
+                                CandidateStatus::InvalidForMatrix {
+                                    reason: std::borrow::Cow::Owned(reason.clone()),
                                 },
                             );
                         }
@@ -309,7 +309,7 @@ impl TacoSpace {
                     let from = layout.starts[b] + pos * layout.inner;
                     let to = layout.starts[first] + fpos * layout.inner;
                     for j in 0..layout.inner {
-                        out.set(from + j, SpaceStatus::Duplicate { of: to + j });
+                        out.set(from + j, CandidateStatus::Duplicate { of: to + j });
                     }
                 }
             }
@@ -390,7 +390,7 @@ mod tests {
                     assert_eq!(lines[i], item.line, "{kernel} line #{i}");
                     assert_eq!(configs[i], item.config, "{kernel} config #{i}");
                     assert_eq!(
-                        statuses.get(i).map(|s| s.to_owned_status()),
+                        statuses.get(i).map(CandidateStatus::into_owned),
                         Some(item.status.clone()),
                         "{kernel} status #{i} for {shape:?}"
                     );

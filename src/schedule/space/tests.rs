@@ -71,11 +71,11 @@ fn spade_space_has_256_and_marks_duplicates() {
     let dups = list
         .items
         .iter()
-        .filter(|c| matches!(c.status, SpaceStatus::Duplicate { .. }))
+        .filter(|c| matches!(c.status, CandidateStatus::Duplicate { .. }))
         .count();
     assert_eq!(dups, 4 * 2 * 8 * 2);
     for c in &list.items {
-        if let SpaceStatus::Duplicate { of } = c.status {
+        if let CandidateStatus::Duplicate { of } = c.status {
             assert!(of < list.items.len());
             assert_eq!(
                 list.items[of].config.column_panels,
@@ -333,7 +333,7 @@ fn taco_space_small_matrix_duplicates() {
         .items
         .iter()
         .filter(|c| c.config.splits[0] == 4)
-        .all(|c| matches!(c.status, SpaceStatus::Duplicate { .. }));
+        .all(|c| matches!(c.status, CandidateStatus::Duplicate { .. }));
     assert!(dup);
     assert_eq!(
         list.items[list.default_index].line,
@@ -403,10 +403,10 @@ fn any_space_equals_the_wrapped_space_in_both_forms() {
     let (a, b) = (any.candidates(&shape), spade.candidates(&shape));
     assert_eq!(a.lines(), b.lines());
     assert_eq!(a.default_index, b.default_index);
-    let statuses = |l: &CandidateList<AnyConfig>| -> Vec<SpaceStatus> {
+    let statuses = |l: &CandidateList<AnyConfig>| -> Vec<CandidateStatus<'static>> {
         l.items.iter().map(|c| c.status.clone()).collect()
     };
-    let want: Vec<SpaceStatus> = b.items.iter().map(|c| c.status.clone()).collect();
+    let want: Vec<CandidateStatus<'static>> = b.items.iter().map(|c| c.status.clone()).collect();
     assert_eq!(statuses(&a), want);
 
     let gpu = SparseTirSpace::new(Kernel::SDDMM, 16).unwrap();
