@@ -266,6 +266,11 @@ struct Kernel {
     module->addFunction(::taco::lower(lowered, "assemble", true, false));
     module->addFunction(::taco::lower(lowered, "evaluate", true, true));
     module->compile();
+    if (const char *dir = std::getenv("DASHRANK_TACO_SOURCE_DIR")) {
+      // The C code TACO generated, for reading: one file per compiled program.
+      static int serial = 0;
+      std::ofstream(std::string(dir) + "/kernel-" + std::to_string(serial++) + ".c") << module->getSource();
+    }
     compiled = ::taco::Kernel(lowered, module, module->getFuncPtr("evaluate"),
                               module->getFuncPtr("assemble"), module->getFuncPtr("compute"));
   }

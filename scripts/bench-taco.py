@@ -15,8 +15,10 @@ result against a CSR reference before timing it):
   lines, those lines; else random lines of the space) measured, written in WACO's collected
   format (`<tokens> = <ms>`) and read back by `dashrank eval` for Kendall's tau.
 
-Every speedup is TACO CSR time / candidate time, as the median over the run's rounds of the
-candidate and CSR run back to back (dashrank-taco-measure --baseline). Results go to
+The tuning runs only choose: every speedup in the table is TACO CSR time / pick time from one
+fresh run per matrix of dashrank-taco-measure with TACO's CSR and every pick interleaved (25
+rounds, medians). The search curve is the best-so-far of the tuning run's own ratios (the
+median over rounds of CSR time / candidate time, run back to back). Results go to
 OUT/<kernel>/<matrix>.*.json, OUT/measured/<KERNEL>/<matrix>.txt and OUT/summary.md.
 
   python3 scripts/bench-taco.py --kernels spmm --budget 50 --sample 100
@@ -159,14 +161,22 @@ def evaluate_tau(args, kernel):
     return {m["matrix"]: m for m in r.get("matrices", [])}
 
 
-def fixed_csr(args, kernel, matrix):
-    out = subprocess.run([args.measure, "--matrix", matrix, "--kernel", kernel, "--baseline",
-                          "--repeats", "15", "--max-seconds", "1", FIXED_CSR[kernel]], capture_output=True, text=True)
+def confirm(args, kernel, matrix, programs):
+    """{program: ms} from one fresh interleaved run of TACO's CSR and every program given."""
+    progs = ["csr"] + [p for p in dict.fromkeys(programs) if p and p != "csr"]
+    out = subprocess.run([args.measure, "--matrix", matrix, "--kernel", kernel, "--repeats", "25",
+                          "--max-seconds", "2"] + progs, capture_output=True, text=True)
     if out.returncode != 0:
-        return None, None
-    ms = float(out.stdout.split()[-1])
-    csr = float(out.stderr.split("baseline csr:")[1].split()[0])
-    return csr / ms, csr
+        print(f"  confirmation run failed: {out.stderr.strip()[-300:]}", file=sys.stderr)
+        return {}
+    return dict(zip(progs, map(float, out.stdout.split())))
+
+
+def best_program(report, k=None, only_ranked=True):
+    """The toolchain text of the fastest (by the run's objective) of the first k measured."""
+    ms = [m for m in report["measurements"] if not (only_ranked and m["is_default"])][:k]
+    ms = [m for m in ms if m["ms"] is not None and m.get("ratio")]
+    return min(ms, key=lambda m: m["ratio"])["toolchain"] if ms else None
 
 
 def bench_matrix(args, kernel, name):
@@ -179,23 +189,28 @@ def bench_matrix(args, kernel, name):
                     f"{d}/{name}.distinct.json")
     search = tune(args, kernel, matrix, ["--strategy", "search", "--budget", str(args.budget)],
                   f"{d}/{name}.search.json")
-    fixed, csr_ms = fixed_csr(args, kernel, matrix)
-    row = {"matrix": name, "csr_ms": csr_ms, "fixed": fixed}
+    picks = {"fixed": FIXED_CSR[kernel]}
     if plain:
-        row["top1"] = best_of_first(plain, 1)
+        picks["top1"] = best_program(plain, 1)
         for k in (5, 10, 20):
-            row[f"top{k}"] = best_of_first(plain, k)
+            picks[f"top{k}"] = best_program(plain, k)
     if distinct:
         for k in (5, 10, 20):
-            row[f"dtop{k}"] = best_of_first(distinct, k)
+            picks[f"dtop{k}"] = best_program(distinct, k)
+    if search:
+        picks["search"] = best_program(search, None, only_ranked=False)
+    times = confirm(args, kernel, matrix, list(picks.values()))
+    csr = times.get("csr")
+    row = {"matrix": name, "csr_ms": csr, "picks": picks}
+    for key, prog in picks.items():
+        row[key] = csr / times[prog] if csr and prog in times else None
     if search:
         sp = speedups(search)
-        row["search"] = max([s for _, s in sp if s] or [None]) if sp else None
         row["search_n"] = len(sp)
         row["search_s"] = search.get("wall_s")
         best, curve = 0.0, []
-        for _, s in sp:
-            best = max(best, s or 0.0)
+        for _, x in sp:
+            best = max(best, x or 0.0)
             curve.append(best)
         row["curve"] = curve
     if args.sample > 0:
