@@ -116,6 +116,9 @@ enum dashrank_status
   DASHRANK_STATUS_UNSUPPORTED_VERSION = 201,
   // The model has no head of that name.
   DASHRANK_STATUS_UNKNOWN_HEAD = 202,
+  // Loading a dense graph on the native engine would pass its load budget (a hostile or
+  // oversized graph; see `BundleLimits` in the Rust API).
+  DASHRANK_STATUS_LOAD_BUDGET = 203,
   // A candidate schedule failed to parse or validate (per-candidate status).
   DASHRANK_STATUS_SCHEDULE = 300,
   // The target has no schedule space for that kernel (SPADE or SparseTIR with SpMV).

@@ -43,7 +43,8 @@ pub use info::{
 pub use integrity::{BundleIntegrity, ManifestEntry};
 pub use limits::{
     BundleLimits, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_MAX_FILES, DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_PROTO_ELEMENTS, DEFAULT_MAX_TENSOR_ELEMENTS, MAX_PROTO_DEPTH,
+    DEFAULT_MAX_PROTO_ELEMENTS, DEFAULT_MAX_TENSOR_ELEMENTS, DEFAULT_NATIVE_BUDGET_BASE,
+    DEFAULT_NATIVE_BUDGET_PER_BYTE, MAX_PROTO_DEPTH,
 };
 use native::{Exec, NativeHead, NativeMatrixEmbedder};
 pub(crate) use run::Prepared;
@@ -293,7 +294,7 @@ impl Model {
         }
         let mut why = None;
         let matrix_embedder = if native {
-            match NativeMatrixEmbedder::compile(me, featurizer_dim, n_shape)? {
+            match NativeMatrixEmbedder::compile(me, featurizer_dim, n_shape, &options.limits)? {
                 Ok(n) => {
                     engines.push(engine(me, "native", None));
                     Some(MatrixEmbedderExec::Native(n))
@@ -333,7 +334,8 @@ impl Model {
             let mut why = None;
             let mut exec = None;
             if native {
-                match NativeHead::compile(se, pr, &schema, matrix_embedding_dim)? {
+                let limits = &options.limits;
+                match NativeHead::compile(se, pr, &schema, matrix_embedding_dim, limits)? {
                     Ok(h) => {
                         engines.push(engine(se, "native", None));
                         engines.push(engine(pr, "native", None));
