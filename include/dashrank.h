@@ -240,8 +240,8 @@ typedef struct dashrank_load_options {
   // Pin the dense graphs to one intra-op thread so that scores are bit-identical under
   // any load (default false; the featurizer and top-k are deterministic either way).
   bool deterministic;
-  // Matrix embeddings kept in the model's cache (keyed by pattern hash); 0 disables it.
-  // Default 64.
+  // Matrix embeddings kept in the model's cache (keyed by the pattern's SHA-256 digest); 0
+  // disables it. Default 64.
   uint32_t matrix_cache_capacity;
 } dashrank_load_options;
 

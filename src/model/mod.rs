@@ -64,7 +64,9 @@ pub struct LoadOptions {
     /// `src/model/tasks.rs`). `Some(1)` runs everything on the calling thread; `Some(n)` a
     /// dedicated rayon pool of `n` threads.
     pub threads: Option<usize>,
-    /// How many matrix embeddings to keep (keyed by pattern hash); 0 disables the cache.
+    /// How many matrix embeddings to keep (keyed by the pattern's SHA-256 digest,
+    /// [`CsrPattern::content_digest`](crate::CsrPattern::content_digest)); 0 disables the
+    /// cache.
     pub matrix_cache_capacity: usize,
     /// Run `ort` graphs with one intra-op thread, so that their scores are bit-identical on
     /// any machine load and thread count. The native engine and the featurizer are
