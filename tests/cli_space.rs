@@ -401,9 +401,54 @@ fn eval_shards_merge(model: &str, measured: &Path, matrices: &Path, dir: &Path, 
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         dashrank(&argv)
     };
-    fails(&run(p(&[&parts[0]])), "missing shard");
+    fails(&run(p(&[&parts[0]])), "missing");
     fails(&run(p(&[&parts[0], &parts[0], &parts[1]])), "given twice");
     fails(&run(p(&[&full])), "final report");
+}
+
+/// `dashrank merge FILE` in an address space of 1 GiB (so that a merge sized by a count
+/// read from the file fails fast instead of exhausting the machine).
+fn merge_capped(file: &Path) -> Output {
+    Command::new("sh")
+        .args(["-c", "ulimit -v 1048576; exec \"$0\" merge \"$1\""])
+        .arg(env!("CARGO_BIN_EXE_dashrank"))
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn merge_bounds_the_shard_count_by_the_reports_given() {
+    let dir = scratch("shards-hostile");
+    let (measured, matrices) = synthetic_eval_data(&dir, 3);
+    let part = dir.join("part.json");
+    ok(&dashrank(&[
+        "eval",
+        "--model",
+        &fixture("tiny-waco-spmm"),
+        "--measured",
+        s(&measured),
+        "--matrices",
+        s(&matrices),
+        "--shard",
+        "1/2",
+        "--json-out",
+        s(&part),
+    ]));
+    let text = std::fs::read_to_string(&part).unwrap();
+    for n in [u64::MAX, i64::MAX as u64, 100_000_000] {
+        let hostile = dir.join(format!("part-of-{n}.json"));
+        std::fs::write(&hostile, text.replace("\"1/2\"", &format!("\"1/{n}\""))).unwrap();
+        let out = merge_capped(&hostile);
+        fails(&out, &format!("missing {} of the {n} shards: 2–{n}", n - 1));
+    }
+    // Missing shards in the middle are ranges too.
+    let text = text.replace("\"1/2\"", "\"3/9\"");
+    std::fs::write(dir.join("part-3-of-9.json"), text).unwrap();
+    fails(
+        &merge_capped(&dir.join("part-3-of-9.json")),
+        "missing 8 of the 9 shards: 1–2, 4–9",
+    );
 }
 
 #[test]
