@@ -316,6 +316,51 @@ fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
     let _ = dir;
 }
 
+#[test]
+fn tune_bounds_timeouts_and_output() {
+    let model = fixture("tiny-waco-spmm");
+    let tune = |timeout: &str, cmd: &str| {
+        // In an address space of 4 GiB: output kept without bound would pass it within the
+        // timeout (`yes` writes gigabytes per second).
+        Command::new("sh")
+            .args(["-c", "ulimit -v 4194304; exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_dashrank"))
+            .current_dir(repo())
+            .args([
+                "tune",
+                "--model",
+                &model,
+                "--matrix",
+                MATRIX,
+                "--space",
+                "taco",
+                "--max-split",
+                "2",
+                "--top",
+                "1",
+                "--timeout",
+                timeout,
+                "--measure-cmd",
+                cmd,
+            ])
+            .args(backend_args())
+            .output()
+            .unwrap()
+    };
+    fails(
+        &tune("1e20", "echo 1 {}"),
+        "--timeout 100000000000000000000 must be a positive number of seconds, at most 604800",
+    );
+    fails(&tune("0", "echo 1 {}"), "must be a positive number");
+    fails(&tune("NaN", "echo 1 {}"), "must be a positive number");
+    let started = std::time::Instant::now();
+    fails(
+        &tune("2", "yes; echo {}"),
+        "every measurement failed (first: timed out after 2.000 s)",
+    );
+    assert!(started.elapsed().as_secs() < 20);
+}
+
 /// Measured data for `n` banded matrices: 30 TACO lines each with made-up runtimes, one
 /// empty file, one file without a matrix.
 fn synthetic_eval_data(dir: &Path, n: usize) -> (PathBuf, PathBuf) {

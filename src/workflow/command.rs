@@ -7,14 +7,21 @@
 //! shell-quoted word. The environment also carries `DASHRANK_CANDIDATE` (the same text),
 //! `DASHRANK_LINE` (the line the head parsed) and `DASHRANK_INDEX` (the candidate index). The
 //! command prints its runtime in milliseconds on stdout ([`parse_ms`]) and exits 0; anything
-//! else — a non-zero exit, no number, a run longer than the timeout (then its whole process
-//! group is killed) — is a failed measurement, which tuning skips.
+//! else — a non-zero exit, no number, a run longer than the timeout — is a failed
+//! measurement, which tuning skips.
+//!
+//! The command runs in a process group of its own. At the timeout the whole group is killed
+//! and its pipes are closed at once, even if a background child still holds them; when the
+//! command exits, whatever it left running in its group is killed too, so no run leaves
+//! processes behind (a process that leaves the group, e.g. with `setsid`, is its own). Only the
+//! last 64 KiB of stdout and of stderr are kept, so a command that prints without end costs
+//! bounded memory.
 
 use std::fmt;
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use super::process::{self, Outcome};
 use crate::error::{Error, Result};
 
 /// A measuring command (see the module docs).
@@ -70,12 +77,15 @@ impl fmt::Display for MeasureFailure {
 impl std::error::Error for MeasureFailure {}
 
 impl MeasureCommand {
+    /// The longest timeout accepted: one week.
+    pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 3600);
+
     /// A command from its template; `timeout` bounds each run.
     ///
     /// # Errors
     ///
     /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when the template
-    /// has no `{}` or the timeout is zero.
+    /// has no `{}`, or the timeout is zero or longer than [`MAX_TIMEOUT`](Self::MAX_TIMEOUT).
     pub fn new(template: &str, timeout: Duration) -> Result<Self> {
         if !template.contains("{}") {
             return Err(Error::invalid_argument(format!(
@@ -86,6 +96,13 @@ impl MeasureCommand {
             return Err(Error::invalid_argument(
                 "the measure timeout must be positive",
             ));
+        }
+        if timeout > Self::MAX_TIMEOUT {
+            return Err(Error::invalid_argument(format!(
+                "the measure timeout of {} s is longer than the {} s accepted",
+                timeout.as_secs_f64(),
+                Self::MAX_TIMEOUT.as_secs()
+            )));
         }
         Ok(Self {
             template: template.to_owned(),
@@ -121,36 +138,16 @@ impl MeasureCommand {
             .arg(self.command_line(candidate))
             .env("DASHRANK_CANDIDATE", candidate)
             .env("DASHRANK_LINE", line)
-            .env("DASHRANK_INDEX", index.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| MeasureFailure::Spawn(e.to_string()))?;
-        let out = child.stdout.take().map(drain);
-        let err = child.stderr.take().map(drain);
-        let started = Instant::now();
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if started.elapsed() >= self.timeout => {
-                    kill_group(&mut child);
-                    return Err(MeasureFailure::Timeout(self.timeout));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-                Err(e) => {
-                    kill_group(&mut child);
-                    return Err(MeasureFailure::Spawn(e.to_string()));
-                }
-            }
+            .env("DASHRANK_INDEX", index.to_string());
+        let (status, stdout, stderr) = match process::run(cmd, self.timeout) {
+            Outcome::Exited {
+                status,
+                stdout,
+                stderr,
+            } => (status, stdout, stderr),
+            Outcome::TimedOut => return Err(MeasureFailure::Timeout(self.timeout)),
+            Outcome::Failed(e) => return Err(MeasureFailure::Spawn(e)),
         };
-        let text = |h: Option<std::thread::JoinHandle<String>>| {
-            h.and_then(|h| h.join().ok()).unwrap_or_default()
-        };
-        let (stdout, stderr) = (text(out), text(err));
         if !status.success() {
             return Err(MeasureFailure::Exit {
                 code: status.code(),
@@ -189,26 +186,4 @@ fn shell_quote(text: &str) -> String {
 fn last_line(text: &str) -> String {
     let line = text.lines().rev().find(|l| !l.trim().is_empty());
     line.unwrap_or("").trim().chars().take(200).collect()
-}
-
-/// Reads a pipe to the end on its own thread (so a chatty command never blocks on a full
-/// pipe); the text is lossily decoded.
-fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        let _ = pipe.read_to_end(&mut buf);
-        String::from_utf8_lossy(&buf).into_owned()
-    })
-}
-
-/// Kills the command's process group (the shell and everything it started) and reaps it.
-fn kill_group(child: &mut std::process::Child) {
-    #[cfg(unix)]
-    if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-        // SAFETY: `kill` has no memory-safety preconditions; `-pid` names the process group
-        // the child leads (it was spawned with `process_group(0)`).
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }

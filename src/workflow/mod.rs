@@ -31,6 +31,7 @@
 //! ```
 
 mod command;
+mod process;
 mod report;
 
 pub use command::{parse_ms, MeasureCommand, MeasureFailure};

@@ -140,3 +140,135 @@ fn measure_command_reads_times_and_reports_failures() {
     assert!(MeasureCommand::new("no placeholder", t).is_err());
     assert!(MeasureCommand::new("x {}", Duration::ZERO).is_err());
 }
+
+/// Processes of group `pgid` still running a second after the call (a killed process needs
+/// a moment to die; zombies, which only wait to be reaped by their new parent, do not count),
+/// from `/proc`.
+#[cfg(target_os = "linux")]
+fn live_in_group(pgid: u32) -> Vec<u32> {
+    let started = std::time::Instant::now();
+    loop {
+        let live = live_in_group_now(pgid);
+        if live.is_empty() || started.elapsed() > Duration::from_secs(1) {
+            return live;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn live_in_group_now(pgid: u32) -> Vec<u32> {
+    let mut live = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After the command name in parentheses: state, ppid, pgrp, ...
+        let rest: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+        if rest[0] != "Z" && rest[2] == pgid.to_string() {
+            live.push(pid);
+        }
+    }
+    live
+}
+
+/// Runs `template` (which may use `$GROUP_FILE`, where the command writes its process group)
+/// on a thread, and returns its result, how long it took and the group, or `None` when it has
+/// not returned after 20 s (the group is then killed).
+#[cfg(target_os = "linux")]
+fn measure_bounded(
+    template: &str,
+    timeout: Duration,
+) -> Option<(std::result::Result<f64, MeasureFailure>, Duration, u32)> {
+    let file = std::env::temp_dir().join(format!(
+        "dashrank-measure-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let template = format!("echo $$ > '{}'; {template}", file.display());
+    let cmd = MeasureCommand::new(&template, timeout).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let started = std::time::Instant::now();
+    std::thread::spawn(move || {
+        let _ = tx.send(cmd.measure(0, "", "c"));
+    });
+    let result = rx.recv_timeout(Duration::from_secs(20));
+    let group: u32 = std::fs::read_to_string(&file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    std::fs::remove_file(&file).ok();
+    match result {
+        Ok(r) => Some((r, started.elapsed(), group)),
+        Err(_) => {
+            // SAFETY: `kill` has no memory-safety preconditions; cleaning up the test's group.
+            unsafe { libc::kill(-(group as libc::pid_t), libc::SIGKILL) };
+            None
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_background_child_holding_stdout_is_not_waited_for_and_not_left_behind() {
+    // The child keeps stdout open for 15 s; the measurement is over when the shell exits.
+    let (r, took, group) =
+        measure_bounded("(sleep 15 &); echo 1.5 {}", Duration::from_secs(2)).unwrap();
+    assert_eq!(r, Ok(1.5));
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert_eq!(live_in_group(group), Vec::<u32>::new(), "orphans left");
+    // A child that would never end does not hang the measurement.
+    let (r, took, group) =
+        measure_bounded("sleep 1e9 & echo 2 {}", Duration::from_secs(60)).expect("returns");
+    assert_eq!(r, Ok(2.0));
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert_eq!(live_in_group(group), Vec::<u32>::new(), "orphans left");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_timeout_ends_the_whole_group_and_closes_the_pipes() {
+    let t = Duration::from_millis(500);
+    let (r, took, group) = measure_bounded("sleep 1e9 & sleep 1e9; echo 1 {}", t).unwrap();
+    assert_eq!(r, Err(MeasureFailure::Timeout(t)));
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    assert_eq!(live_in_group(group), Vec::<u32>::new(), "orphans left");
+    // Endless output: only its tail is kept, and the timeout still holds.
+    let (r, took, _) = measure_bounded("yes; echo {}", t).unwrap();
+    assert_eq!(r, Err(MeasureFailure::Timeout(t)));
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[test]
+fn measure_output_keeps_its_tail() {
+    let t = Duration::from_secs(20);
+    // 10 MB of output, then the time: read from the kept tail.
+    let cmd = MeasureCommand::new("yes x | head -c 10000000; echo; echo 1.5 ms {}", t).unwrap();
+    assert_eq!(cmd.measure(0, "", "c"), Ok(1.5));
+    let cmd = MeasureCommand::new(
+        "yes y | head -c 3000000 >&2; echo >&2; echo last >&2; exit 3 # {}",
+        t,
+    )
+    .unwrap();
+    assert_eq!(
+        cmd.measure(0, "", "c"),
+        Err(MeasureFailure::Exit {
+            code: Some(3),
+            stderr: "last".into()
+        })
+    );
+}
+
+#[test]
+fn measure_timeouts_are_bounded() {
+    let e = MeasureCommand::new("x {}", Duration::MAX).unwrap_err();
+    assert!(
+        e.to_string().contains("longer than the 604800 s accepted"),
+        "{e}"
+    );
+    assert!(MeasureCommand::new("x {}", MeasureCommand::MAX_TIMEOUT).is_ok());
+}

@@ -188,7 +188,9 @@ default), with `{}` replaced by the candidate in its toolchain's form as one quo
 SPADE: a CSV row; SparseTIR: a JSON object). The environment also has DASHRANK_CANDIDATE,
 DASHRANK_LINE and DASHRANK_INDEX. It must print its runtime in milliseconds (the last number
 on stdout, e.g. `1.25` or `time: 1.25 ms`) and exit 0; a non-zero exit, no number, or a run
-past --timeout (its process group is killed) is a failed measurement and is skipped.
+past --timeout (its process group is killed) is a failed measurement and is skipped. What the
+command leaves running in its process group is killed when it exits; only the last 64 KiB of
+its stdout and stderr are kept.
 
 Example:
   dashrank tune --model models/waco-spmm --matrix m.mtx --space taco --max-split 8 \\
@@ -210,7 +212,7 @@ pub struct TuneArgs {
     /// How many of the best-ranked candidates to measure (the default is measured too).
     #[arg(long, default_value_t = 5)]
     pub top: usize,
-    /// Seconds one measuring run may take.
+    /// Seconds one measuring run may take (at most a week).
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     pub timeout: f64,
     /// Output format (table or json).

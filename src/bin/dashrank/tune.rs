@@ -15,13 +15,20 @@ use crate::space::resolve_space;
 use crate::{load_model, read_matrix};
 
 pub fn run(args: &TuneArgs) -> Result<()> {
-    if !(args.timeout.is_finite() && args.timeout > 0.0) {
-        bail!("--timeout must be a positive number of seconds");
-    }
+    let max = MeasureCommand::MAX_TIMEOUT.as_secs();
+    let timeout = Duration::try_from_secs_f64(args.timeout)
+        .ok()
+        .filter(|t| !t.is_zero() && *t <= MeasureCommand::MAX_TIMEOUT);
+    let Some(timeout) = timeout else {
+        bail!(
+            "--timeout {} must be a positive number of seconds, at most {max} (a week)",
+            args.timeout
+        );
+    };
     if args.format == FormatArg::Taco {
         bail!("tune prints a table or JSON (--format table|json)");
     }
-    let command = MeasureCommand::new(&args.measure_cmd, Duration::from_secs_f64(args.timeout))?;
+    let command = MeasureCommand::new(&args.measure_cmd, timeout)?;
     let model = load_model(&args.model)?;
     let (head, space) = resolve_space(
         &model,
