@@ -361,6 +361,97 @@ fn tune_bounds_timeouts_and_output() {
     assert!(started.elapsed().as_secs() < 20);
 }
 
+/// Runs `dashrank ARGS` with its files limited to 512 bytes: a longer write kills it
+/// (SIGXFSZ) in the middle of the file, as a crash or a `kill -9` would.
+fn dashrank_killed_writing(args: &[&str]) -> Output {
+    Command::new("sh")
+        .args(["-c", "ulimit -f 1; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_dashrank"))
+        .current_dir(repo())
+        .args(args)
+        .args(backend_args())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn reports_are_replaced_whole_or_not_at_all() {
+    let dir = scratch("torn-reports");
+    let (measured, matrices) = synthetic_eval_data(&dir, 3);
+    let (report, svgs, part) = (
+        dir.join("report.json"),
+        dir.join("svg"),
+        dir.join("part.json"),
+    );
+    let model = fixture("tiny-waco-spmm");
+    let eval = |extra: &[&str]| -> Vec<String> {
+        let base = [
+            "eval",
+            "--model",
+            &model,
+            "--measured",
+            s(&measured),
+            "--matrices",
+        ];
+        let mut v: Vec<String> = base.iter().map(|a| a.to_string()).collect();
+        v.extend(
+            [s(&matrices), "--min-tau", "-1"]
+                .iter()
+                .map(|a| a.to_string()),
+        );
+        v.extend(extra.iter().map(|a| a.to_string()));
+        v
+    };
+    let argv = |v: &[String]| v.iter().map(String::to_owned).collect::<Vec<_>>();
+    let run = |v: Vec<String>, killed: bool| {
+        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+        if killed {
+            dashrank_killed_writing(&refs)
+        } else {
+            dashrank(&refs)
+        }
+    };
+    let good = eval(&["--json-out", s(&report), "--svg-dir", s(&svgs)]);
+    ok(&run(argv(&good), false));
+    ok(&run(
+        eval(&["--shard", "1/1", "--json-out", s(&part)]),
+        false,
+    ));
+    let snapshot = || {
+        // A killed writer leaves its temporary `.NAME.tmp-PID` behind: not a report.
+        let mut files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&svgs)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .chain([report.clone(), part.clone()])
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    let before = snapshot();
+    assert!(
+        before.iter().all(|(_, b)| b.len() > 512),
+        "files too small to tear"
+    );
+    // Each writer killed in the middle of a file: every previous file is left as it was.
+    for args in [
+        eval(&["--json-out", s(&report)]),
+        eval(&["--svg-dir", s(&svgs)]),
+        eval(&["--shard", "1/1", "--json-out", s(&part)]),
+        vec![
+            "merge".into(),
+            s(&part).into(),
+            "--json-out".into(),
+            s(&report).into(),
+        ],
+    ] {
+        let out = run(args.clone(), true);
+        assert_ne!(out.status.code(), Some(0), "{args:?} was not stopped");
+        assert!(before == snapshot(), "{args:?} left a torn file");
+    }
+}
+
 /// Measured data for `n` banded matrices: 30 TACO lines each with made-up runtimes, one
 /// empty file, one file without a matrix.
 fn synthetic_eval_data(dir: &Path, n: usize) -> (PathBuf, PathBuf) {

@@ -10,6 +10,7 @@ mod rank;
 mod space;
 mod svg;
 mod tune;
+mod write;
 
 use std::path::Path;
 use std::process::ExitCode;
