@@ -13,6 +13,7 @@ pub mod featurize;
 pub mod ffi;
 pub mod model;
 pub mod pattern;
+mod pools;
 pub mod rank;
 pub mod schedule;
 pub mod simd;
