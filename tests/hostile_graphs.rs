@@ -256,3 +256,21 @@ fn the_budget_is_base_plus_bytes_times_rate() {
         assert!(s[0].is_finite());
     }
 }
+
+#[test]
+fn a_value_with_no_columns_is_not_run_natively() {
+    // score = [base, ReLU(m[:, 1:1])]: the empty ReLU once made a zero-width row buffer that
+    // panicked when scored.
+    let mut g = predictor(|_| "matrix_embedding".into());
+    g.nodes.pop();
+    g.node(Node::new(
+        "Slice",
+        &["matrix_embedding", "one", "one", "one"],
+        "empty",
+    ))
+    .node(Node::new("Relu", &["empty"], "r"))
+    .node(Node::new("Concat", &["base", "r"], "score").attr(Attr::Int("axis", 1)));
+    let e = Model::from_files(bundle_with_predictor(&g), &native()).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Bundle { .. }), "{e:?}");
+    assert!(e.to_string().contains("a value with no columns"), "{e}");
+}
