@@ -274,43 +274,10 @@ fn slice_range(width: usize, start: i64, end: i64) -> (usize, usize) {
 
 fn next_op(b: &mut Bytes<'_>, slot: Slot, widths: &[usize]) -> Op {
     let pick = |b: &mut Bytes<'_>| usize::from(b.byte()) % widths.len();
-    let scale = [1.0, 0.5, -2.0, 1.0];
     match b.byte() % 10 {
         0..=2 => {
             let x = pick(b);
-            // Now and then a weight that does not fit its input (a load error); always on an
-            // input too wide for a weight.
-            let ins = if b.byte() == 0xff || widths[x] > MAX_WEIGHTS {
-                b.width()
-            } else {
-                widths[x]
-            };
-            let outs = b.width().min(MAX_WEIGHTS / ins.max(1)).max(1);
-            let w = b.weights(ins * outs);
-            let bias = match b.byte() % 3 {
-                0 => None,
-                1 => Some(b.weights(outs)),
-                _ => Some(b.weights(1)),
-            };
-            let form = match b.byte() % 3 {
-                0 => Linear::GemmT(
-                    scale[usize::from(b.byte() % 4)],
-                    scale[usize::from(b.byte() % 4)],
-                ),
-                1 => Linear::Gemm(
-                    scale[usize::from(b.byte() % 4)],
-                    scale[usize::from(b.byte() % 4)],
-                ),
-                _ => Linear::MatMul,
-            };
-            Op::Linear {
-                x,
-                w,
-                ins,
-                outs,
-                b: bias,
-                form,
-            }
+            linear_op(b, x, widths[x])
         }
         3 => {
             let a = pick(b);
@@ -319,14 +286,12 @@ fn next_op(b: &mut Bytes<'_>, slot: Slot, widths: &[usize]) -> Op {
                 .filter(|&i| widths[i] == widths[a])
                 .collect();
             let k = usize::from(b.byte());
-            Op::Add(
-                a,
-                if k < 0xf0 {
-                    same[k % same.len()]
-                } else {
-                    k % widths.len()
-                },
-            )
+            let other = if k < 0xf0 {
+                same[k % same.len()]
+            } else {
+                k % widths.len()
+            };
+            Op::Add(a, other)
         }
         4 => {
             let x = pick(b);
@@ -347,32 +312,72 @@ fn next_op(b: &mut Bytes<'_>, slot: Slot, widths: &[usize]) -> Op {
         }
         8 => {
             let x = pick(b);
-            let start = match b.byte() {
-                k @ 0xf0.. => -1 - i64::from(k % 4),
-                k => i64::from(k) % widths[x].max(1) as i64,
-            };
-            // Mostly a non-empty range; now and then any.
-            let end = match b.byte() {
-                k @ 0xf0.. => i64::from(k as i8),
-                k => start + 1 + i64::from(k % 8),
-            };
-            Op::Slice(x, start, end)
+            slice_op(b, x, widths[x])
         }
         _ => match (slot, b.byte() % 16) {
-            (Slot::ScheduleEmbedder, 0..=7) => {
-                let col = i64::from(b.byte()) % (widths[0] as i64 + 2) - 1;
-                let rows = b.width();
-                let width = b.width().min(MAX_WEIGHTS / rows);
-                Op::Lookup {
-                    col,
-                    rows,
-                    width,
-                    table: b.weights(rows * width),
-                }
-            }
+            (Slot::ScheduleEmbedder, 0..=7) => lookup_op(b, widths[0]),
             (_, 8) => Op::Foreign(pick(b)),
             (_, k) => Op::Pass(pick(b), if k % 2 == 0 { "Identity" } else { "Flatten" }),
         },
+    }
+}
+
+/// A linear layer on value `x` of `width` columns.
+fn linear_op(b: &mut Bytes<'_>, x: usize, width: usize) -> Op {
+    // Now and then a weight that does not fit its input (a load error); always on an input
+    // too wide for a weight.
+    let ins = if b.byte() == 0xff || width > MAX_WEIGHTS {
+        b.width()
+    } else {
+        width
+    };
+    let outs = b.width().min(MAX_WEIGHTS / ins.max(1)).max(1);
+    let w = b.weights(ins * outs);
+    let bias = match b.byte() % 3 {
+        0 => None,
+        1 => Some(b.weights(outs)),
+        _ => Some(b.weights(1)),
+    };
+    let scale = |b: &mut Bytes<'_>| [1.0, 0.5, -2.0, 1.0][usize::from(b.byte() % 4)];
+    let form = match b.byte() % 3 {
+        0 => Linear::GemmT(scale(b), scale(b)),
+        1 => Linear::Gemm(scale(b), scale(b)),
+        _ => Linear::MatMul,
+    };
+    Op::Linear {
+        x,
+        w,
+        ins,
+        outs,
+        b: bias,
+        form,
+    }
+}
+
+/// Columns of value `x` of `width` columns: mostly a non-empty range, now and then any.
+fn slice_op(b: &mut Bytes<'_>, x: usize, width: usize) -> Op {
+    let start = match b.byte() {
+        k @ 0xf0.. => -1 - i64::from(k % 4),
+        k => i64::from(k) % width.max(1) as i64,
+    };
+    let end = match b.byte() {
+        k @ 0xf0.. => i64::from(k as i8),
+        k => start + 1 + i64::from(k % 8),
+    };
+    Op::Slice(x, start, end)
+}
+
+/// An embedding lookup on a column of the encoded schedule (`width` columns, and two out of
+/// range).
+fn lookup_op(b: &mut Bytes<'_>, width: usize) -> Op {
+    let col = i64::from(b.byte()) % (width as i64 + 2) - 1;
+    let rows = b.width();
+    let width = b.width().min(MAX_WEIGHTS / rows);
+    Op::Lookup {
+        col,
+        rows,
+        width,
+        table: b.weights(rows * width),
     }
 }
 
@@ -391,75 +396,69 @@ fn emit(p: &Program) -> Graph {
         keep_initializers: p.slot == Slot::MatrixEmbedder,
         ..Graph::default()
     };
-    let one = |g: &mut Graph, name: &str, v: i64| {
-        g.ints(name, &[1], vec![v]);
-    };
-    one(&mut g, "axis1", 1);
+    g.ints("axis1", &[1], vec![1]);
     for (i, op) in p.ops.iter().enumerate() {
-        let out = &names[p.inputs + i];
-        let n = |x: &usize| names[*x].as_str();
-        match op {
-            Op::Linear {
-                x,
-                w,
-                ins,
-                outs,
-                b,
-                form,
-            } => {
-                let shape = (*ins, *outs);
-                emit_linear(&mut g, (n(x), out), w, shape, b, *form, p.constants);
-            }
-            Op::Add(a, b) => {
-                g.node(Node::new("Add", &[n(a), n(b)], out));
-            }
-            Op::Bias(x, c) => {
-                let cn = format!("{out}.c");
-                floats(&mut g, &cn, &[c.len() as i64], c.clone(), p.constants);
-                g.node(Node::new("Add", &[n(x), &cn], out));
-            }
-            Op::Relu(x) => {
-                g.node(Node::new("Relu", &[n(x)], out));
-            }
-            Op::Concat(xs) => {
-                let xs: Vec<&str> = xs.iter().map(n).collect();
-                g.node(Node::new("Concat", &xs, out).attr(Attr::Int("axis", 1)));
-            }
-            Op::Slice(x, s, e) => {
-                let (sn, en) = (format!("{out}.s"), format!("{out}.e"));
-                one(&mut g, &sn, *s);
-                one(&mut g, &en, *e);
-                g.node(Node::new("Slice", &[n(x), &sn, &en, "axis1"], out));
-            }
-            Op::Pass(x, op) => {
-                g.node(Node::new(op, &[n(x)], out));
-            }
-            Op::Lookup {
-                col,
-                rows,
-                width,
-                table,
-            } => {
-                let (cn, tn) = (format!("{out}.col"), format!("{out}.table"));
-                g.ints(&cn, &[], vec![*col]);
-                let dims = [*rows as i64, *width as i64];
-                floats(&mut g, &tn, &dims, table.clone(), p.constants);
-                let (picked, index) = (format!("{out}.x"), format!("{out}.i"));
-                g.node(Node::new("Gather", &[&names[0], &cn], &picked).attr(Attr::Int("axis", 1)))
-                    .node(Node::new("Cast", &[&picked], &index).attr(Attr::Int("to", 7)))
-                    .node(Node::new("Gather", &[&tn, &index], out));
-            }
-            Op::Foreign(x) => {
-                g.node(Node::new("Tanh", &[n(x)], out));
-            }
+        emit_op(&mut g, op, &names, &names[p.inputs + i], p.constants);
+    }
+    let last = &names[names.len() - 1];
+    g.node(Node::new("Identity", &[last], p.slot.output()));
+    g
+}
+
+/// The node(s) computing `op` into `out` (values named by `names`).
+fn emit_op(g: &mut Graph, op: &Op, names: &[String], out: &str, constants: bool) {
+    let n = |x: &usize| names[*x].as_str();
+    match op {
+        Op::Linear {
+            x,
+            w,
+            ins,
+            outs,
+            b,
+            form,
+        } => emit_linear(g, (n(x), out), w, (*ins, *outs), b, *form, constants),
+        Op::Add(a, b) => {
+            g.node(Node::new("Add", &[n(a), n(b)], out));
+        }
+        Op::Bias(x, c) => {
+            let cn = format!("{out}.c");
+            floats(g, &cn, &[c.len() as i64], c.clone(), constants);
+            g.node(Node::new("Add", &[n(x), &cn], out));
+        }
+        Op::Relu(x) => {
+            g.node(Node::new("Relu", &[n(x)], out));
+        }
+        Op::Concat(xs) => {
+            let xs: Vec<&str> = xs.iter().map(n).collect();
+            g.node(Node::new("Concat", &xs, out).attr(Attr::Int("axis", 1)));
+        }
+        Op::Slice(x, s, e) => {
+            let (sn, en) = (format!("{out}.s"), format!("{out}.e"));
+            g.ints(&sn, &[1], vec![*s]).ints(&en, &[1], vec![*e]);
+            g.node(Node::new("Slice", &[n(x), &sn, &en, "axis1"], out));
+        }
+        Op::Pass(x, op) => {
+            g.node(Node::new(op, &[n(x)], out));
+        }
+        Op::Lookup {
+            col,
+            rows,
+            width,
+            table,
+        } => {
+            let (cn, tn) = (format!("{out}.col"), format!("{out}.table"));
+            g.ints(&cn, &[], vec![*col]);
+            let dims = [*rows as i64, *width as i64];
+            floats(g, &tn, &dims, table.clone(), constants);
+            let (picked, index) = (format!("{out}.x"), format!("{out}.i"));
+            g.node(Node::new("Gather", &[&names[0], &cn], &picked).attr(Attr::Int("axis", 1)))
+                .node(Node::new("Cast", &[&picked], &index).attr(Attr::Int("to", 7)))
+                .node(Node::new("Gather", &[&tn, &index], out));
+        }
+        Op::Foreign(x) => {
+            g.node(Node::new("Tanh", &[n(x)], out));
         }
     }
-    g.node(Node::new(
-        "Identity",
-        &[&names[names.len() - 1]],
-        p.slot.output(),
-    ));
-    g
 }
 
 /// A float weight as an initializer or a `Constant` node.
@@ -562,37 +561,7 @@ fn eval_op(op: &Op, vals: &[Row]) -> Option<Row> {
             outs,
             b,
             form,
-        } => {
-            let x = &vals[*x];
-            if x.v.len() != *ins {
-                return None;
-            }
-            let (alpha, beta) = match form {
-                Linear::GemmT(a, b) | Linear::Gemm(a, b) => (f64::from(*a), f64::from(*b)),
-                Linear::MatMul => (1.0, 1.0),
-            };
-            let bias = |o: usize| {
-                b.as_ref().map_or(0.0, |b| {
-                    f64::from(if b.len() == 1 { b[0] } else { b[o] }) * beta
-                })
-            };
-            let mut r = Row {
-                v: vec![0.0; *outs],
-                mag: vec![0.0; *outs],
-            };
-            for o in 0..*outs {
-                let row = &w[o * ins..(o + 1) * ins];
-                let dot: f64 = row.iter().zip(&x.v).map(|(&a, v)| f64::from(a) * v).sum();
-                let mag: f64 = row
-                    .iter()
-                    .zip(&x.mag)
-                    .map(|(&a, m)| f64::from(a).abs() * m)
-                    .sum();
-                r.v[o] = alpha * dot + bias(o);
-                r.mag[o] = alpha.abs() * mag + bias(o).abs();
-            }
-            r
-        }
+        } => eval_linear(&vals[*x], w, (*ins, *outs), b.as_deref(), *form)?,
         Op::Add(a, b) => {
             let (a, b) = (&vals[*a], &vals[*b]);
             if a.v.len() != b.v.len() {
@@ -640,27 +609,63 @@ fn eval_op(op: &Op, vals: &[Row]) -> Option<Row> {
             rows,
             width,
             table,
-        } => {
-            let x = &vals[0].v;
-            let col = if *col < 0 {
-                *col + x.len() as i64
-            } else {
-                *col
-            };
-            let index = *x.get(usize::try_from(col).ok()?)? as usize;
-            if index >= *rows {
-                return None;
-            }
-            let t: Vec<f64> = table[index * width..(index + 1) * width]
-                .iter()
-                .map(|&a| f64::from(a))
-                .collect();
-            Row {
-                mag: t.iter().map(|a| a.abs()).collect(),
-                v: t,
-            }
-        }
+        } => eval_lookup(&vals[0].v, *col, (*rows, *width), table)?,
         Op::Foreign(_) => return None,
+    })
+}
+
+/// `alpha · W·x + beta · b`, `w` of `outs × ins`.
+fn eval_linear(
+    x: &Row,
+    w: &[f32],
+    (ins, outs): (usize, usize),
+    b: Option<&[f32]>,
+    form: Linear,
+) -> Option<Row> {
+    if x.v.len() != ins {
+        return None;
+    }
+    let (alpha, beta) = match form {
+        Linear::GemmT(a, b) | Linear::Gemm(a, b) => (f64::from(a), f64::from(b)),
+        Linear::MatMul => (1.0, 1.0),
+    };
+    let bias = |o: usize| {
+        b.map_or(0.0, |b| {
+            f64::from(if b.len() == 1 { b[0] } else { b[o] }) * beta
+        })
+    };
+    let mut r = Row {
+        v: vec![0.0; outs],
+        mag: vec![0.0; outs],
+    };
+    for o in 0..outs {
+        let row = &w[o * ins..(o + 1) * ins];
+        let dot: f64 = row.iter().zip(&x.v).map(|(&a, v)| f64::from(a) * v).sum();
+        let mag: f64 = row
+            .iter()
+            .zip(&x.mag)
+            .map(|(&a, m)| f64::from(a).abs() * m)
+            .sum();
+        r.v[o] = alpha * dot + bias(o);
+        r.mag[o] = alpha.abs() * mag + bias(o).abs();
+    }
+    Some(r)
+}
+
+/// Row `trunc(x[col])` of `table` (`rows × width`).
+fn eval_lookup(x: &[f64], col: i64, (rows, width): (usize, usize), table: &[f32]) -> Option<Row> {
+    let col = if col < 0 { col + x.len() as i64 } else { col };
+    let index = *x.get(usize::try_from(col).ok()?)? as usize;
+    if index >= rows {
+        return None;
+    }
+    let t: Vec<f64> = table[index * width..(index + 1) * width]
+        .iter()
+        .map(|&a| f64::from(a))
+        .collect();
+    Some(Row {
+        mag: t.iter().map(|a| a.abs()).collect(),
+        v: t,
     })
 }
 
