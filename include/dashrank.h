@@ -140,6 +140,9 @@ enum dashrank_status
   DASHRANK_STATUS_UNSUPPORTED_VERSION = 201,
   // The model has no head of that name.
   DASHRANK_STATUS_UNKNOWN_HEAD = 202,
+  // Loading a dense graph on the native engine would pass its load budget (a hostile or
+  // oversized graph; see `BundleLimits` in the Rust API).
+  DASHRANK_STATUS_LOAD_BUDGET = 203,
   // A candidate schedule failed to parse or validate (per-candidate status).
   DASHRANK_STATUS_SCHEDULE = 300,
   // The target has no schedule space for that kernel (SPADE or SparseTIR with SpMV).
@@ -276,12 +279,13 @@ typedef struct dashrank_load_options {
   // during the call.
   const char *onnxruntime_library;
   // Worker threads for the featurizer and the dense graphs; 0 (default) uses all cores.
+  // Models loaded with the same `n` share one pool of `n` threads.
   uint32_t threads;
   // Pin the dense graphs to one intra-op thread so that scores are bit-identical under
   // any load (default false; the featurizer and top-k are deterministic either way).
   bool deterministic;
-  // Matrix embeddings kept in the model's cache (keyed by pattern hash); 0 disables it.
-  // Default 64.
+  // Matrix embeddings kept in the model's cache (keyed by the pattern's SHA-256 digest); 0
+  // disables it. Default 64.
   uint32_t matrix_cache_capacity;
 } dashrank_load_options;
 

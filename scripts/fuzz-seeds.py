@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets into fuzz/corpus/<target>/ (standard library
 only; run from anywhere). Seeds come from the committed fixtures (bundle files, golden
-schedule lines, bad inputs), WACO's collected SuperSchedules in ../shared when present, and
-small hand-made examples of each text format. Existing corpus files are kept."""
+schedule lines, bad inputs), WACO's collected SuperSchedules in ../shared when present,
+small hand-made examples of each text format, and random programs for the graph generator.
+Existing corpus files are kept."""
 import hashlib
 import json
 import os
@@ -109,6 +110,15 @@ def main():
     # C call sequences: random op streams.
     for _ in range(24):
         put("capi_sequence", bytes(rng.randrange(256) for _ in range(rng.randrange(8, 96))))
+
+    # Generated dense graphs (fuzz/src/graphs.rs): [slot, flags] + a program, one op per few
+    # bytes; random programs for each slot, and a 4096-wide layer with and without a ReLU
+    # (past the target's load budget with it).
+    for slot in range(3):
+        for _ in range(8):
+            put("onnx_graph", bytes([slot, 1]) + bytes(rng.randrange(256) for _ in range(rng.randrange(8, 160))))
+    put("onnx_graph", bytes([2, 1, 0, 0, 0, 0xff, 5, 0, 0, 0, 0, 5, 2]))
+    put("onnx_graph", bytes([2, 1, 0, 0, 0, 0xff]))
     return 0
 
 

@@ -30,6 +30,21 @@ pub enum ErrorKind {
         /// What is wrong.
         reason: String,
     },
+    /// Importing and compiling a dense graph for the native engine would pass its load
+    /// budget ([`BundleLimits::native_budget_base`](crate::model::BundleLimits::native_budget_base)
+    /// and `native_budget_per_byte`): the graph is hostile, or larger than the limits allow.
+    LoadBudget {
+        /// The graph's files (`a.onnx + b.onnx` for a head).
+        graph: String,
+        /// The node (or tensor) whose work would pass the budget.
+        node: String,
+        /// The operations the load would have reached.
+        needed: u64,
+        /// The budget, in operations.
+        budget: u64,
+        /// The size of the graph's files, in bytes (the budget's argument).
+        bytes: u64,
+    },
     /// The bundle's format version is outside the window this library supports.
     UnsupportedVersion {
         /// Version found in the file.
@@ -227,6 +242,19 @@ impl fmt::Display for ErrorKind {
                 write!(f, "invalid sparsity pattern: {reason}")
             }
             ErrorKind::Bundle { key, reason } => write!(f, "invalid model bundle ({key}): {reason}"),
+            ErrorKind::LoadBudget {
+                graph,
+                node,
+                needed,
+                budget,
+                bytes,
+            } => write!(
+                f,
+                "loading {graph} for the native engine would pass its load budget at node \
+                 '{node}': {needed} operations, the budget is {budget} (BundleLimits::\
+                 native_budget_base + native_budget_per_byte × {bytes} bytes; raise them to \
+                 load a larger model)"
+            ),
             ErrorKind::UnsupportedVersion { found, min, max } => write!(
                 f,
                 "unsupported bundle format version {found} (this library reads versions {min} to {max})"

@@ -15,6 +15,7 @@ pub mod eval;
 pub mod featurize;
 pub mod model;
 pub mod pattern;
+mod pools;
 pub mod program;
 pub mod rank;
 pub mod schedule;

@@ -79,8 +79,11 @@ fn mtx_with_maximal_dimensions_and_one_entry_costs_bytes() {
     assert!(peak < 64 * KIB, "peak {peak} bytes for a 77-byte file");
     assert_eq!(p.row(0), &[0]);
     assert_eq!(p.row(MAX_DIM - 1), &[] as &[u32]);
-    // Hashing (the embedding cache key) is proportional to the entries as well.
+    // Hashing (and the digest, the embedding cache key) is proportional to the entries as
+    // well, and allocates nothing.
     let (_, peak) = peak_of(|| p.content_hash());
+    assert_eq!(peak, 0);
+    let (_, peak) = peak_of(|| p.content_digest());
     assert_eq!(peak, 0);
 }
 
@@ -214,4 +217,110 @@ fn tempdir(tag: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("dashrank-hostile-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// Two different patterns with the same `content_hash`: 8 rows of 2 entries in
+/// `MAX_DIM` columns. The hash absorbs its 64-bit words (`nrows, ncols, nnz`, per row its
+/// index and end, then the columns two to a word) into four lanes by
+/// `h = rotl((h ^ w) · K, 31)`, which is invertible in `w`: the second pattern takes random
+/// columns for rows 0–3 and solves the last word of each lane (rows 4–7) for the first
+/// pattern's lane states, until the solved columns are valid (`lo < hi < MAX_DIM`).
+fn colliding_patterns() -> (CsrPattern, CsrPattern) {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    const SEED: u64 = 0x6461_7368_7261_6e6b;
+    let k_inv = (0..6).fold(K, |x, _| {
+        x.wrapping_mul(2u64.wrapping_sub(K.wrapping_mul(x)))
+    });
+    assert_eq!(K.wrapping_mul(k_inv), 1);
+    let absorb = |h: u64, w: u64| (h ^ w).wrapping_mul(K).rotate_left(31);
+    let row_ptr: Vec<usize> = (0..=8).map(|r| 2 * r).collect();
+    let header: Vec<u64> = [8u64, MAX_DIM as u64, 16]
+        .into_iter()
+        .chain((0..8u64).flat_map(|r| [r, 2 * r + 2]))
+        .collect();
+    // Lane states after `words` (word `i` goes to lane `i mod 4`).
+    let lanes = |words: &[u64]| {
+        let mut l: [u64; 4] = std::array::from_fn(|i| SEED.wrapping_add(i as u64));
+        for (i, &w) in words.iter().enumerate() {
+            l[i % 4] = absorb(l[i % 4], w);
+        }
+        l
+    };
+    let word = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
+    let cols_a: Vec<u32> = (0..8).flat_map(|r| [r, r + 1]).collect();
+    let mut words_a = header.clone();
+    words_a.extend(cols_a.chunks(2).map(|c| word(c[0], c[1])));
+    let target = lanes(&words_a);
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    loop {
+        let mut words = header.clone();
+        for _ in 0..4 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let (a, b) = ((rng as u32) >> 1, (rng >> 33) as u32);
+            words.push(word(a.min(b), a.max(b) + u32::from(a == b)));
+        }
+        // Words 23..26 are the last of lanes 3, 0, 1, 2.
+        for i in 23..27 {
+            let before = lanes(&words)[i % 4];
+            words.push(before ^ target[i % 4].rotate_right(31).wrapping_mul(k_inv));
+        }
+        let cols: Vec<u32> = words[19..]
+            .iter()
+            .flat_map(|&w| [w as u32, (w >> 32) as u32])
+            .collect();
+        if cols
+            .chunks(2)
+            .all(|c| c[0] < c[1] && (c[1] as usize) < MAX_DIM)
+        {
+            let a = CsrPattern::new(8, MAX_DIM, row_ptr.clone(), cols_a).unwrap();
+            let b = CsrPattern::new(8, MAX_DIM, row_ptr, cols).unwrap();
+            return (a, b);
+        }
+    }
+}
+
+#[test]
+fn a_constructed_hash_collision_gets_its_own_embedding() {
+    let (a, b) = colliding_patterns();
+    assert_ne!(a, b);
+    assert_eq!(
+        a.content_hash(),
+        b.content_hash(),
+        "a collision of the 64-bit hash"
+    );
+    assert_ne!(a.content_digest(), b.content_digest());
+    let model = load(&fixture("tiny-waco-spmm"));
+    let ea = model.embed_matrix(&a).unwrap();
+    let eb = model.embed_matrix(&b).unwrap();
+    // What `b` embeds to without any cache.
+    let fresh = dashrank::Model::load(
+        fixture("tiny-waco-spmm"),
+        &dashrank::LoadOptions {
+            matrix_cache_capacity: 0,
+            ..options()
+        },
+    )
+    .unwrap()
+    .embed_matrix(&b)
+    .unwrap();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_ne!(
+        bits(ea.values()),
+        bits(fresh.values()),
+        "the two embed differently"
+    );
+    assert_eq!(
+        bits(eb.values()),
+        bits(fresh.values()),
+        "b got its own embedding"
+    );
+    // And the other way round, on a model that saw `b` first.
+    let model = load(&fixture("tiny-waco-spmm"));
+    model.embed_matrix(&b).unwrap();
+    assert_eq!(
+        bits(model.embed_matrix(&a).unwrap().values()),
+        bits(ea.values())
+    );
 }

@@ -41,12 +41,13 @@ pub struct dashrank_load_options {
     /// during the call.
     pub onnxruntime_library: *const c_char,
     /// Worker threads for the featurizer and the dense graphs; 0 (default) uses all cores.
+    /// Models loaded with the same `n` share one pool of `n` threads.
     pub threads: u32,
     /// Pin the dense graphs to one intra-op thread so that scores are bit-identical under
     /// any load (default false; the featurizer and top-k are deterministic either way).
     pub deterministic: bool,
-    /// Matrix embeddings kept in the model's cache (keyed by pattern hash); 0 disables it.
-    /// Default 64.
+    /// Matrix embeddings kept in the model's cache (keyed by the pattern's SHA-256 digest); 0
+    /// disables it. Default 64.
     pub matrix_cache_capacity: u32,
 }
 

@@ -34,6 +34,9 @@ pub enum dashrank_status {
     UnsupportedVersion = 201,
     /// The model has no head of that name.
     UnknownHead = 202,
+    /// Loading a dense graph on the native engine would pass its load budget (a hostile or
+    /// oversized graph; see `BundleLimits` in the Rust API).
+    LoadBudget = 203,
 
     // === 3xx: schedules ===
     /// A candidate schedule failed to parse or validate (per-candidate status).
@@ -98,6 +101,7 @@ impl dashrank_status {
             Self::Bundle => "invalid model bundle",
             Self::UnsupportedVersion => "unsupported bundle format version",
             Self::UnknownHead => "the model has no head of that name",
+            Self::LoadBudget => "a dense graph would pass the native engine's load budget",
             Self::Schedule => "invalid schedule",
             Self::UnsupportedKernel => "the target has no schedule space for that kernel",
             Self::LayoutTooLarge => "the schedule's repacked layout is too large",
@@ -122,6 +126,7 @@ impl dashrank_status {
             ErrorKind::Pattern { .. } => Self::Pattern,
             ErrorKind::Io { .. } => Self::Io,
             ErrorKind::Bundle { .. } => Self::Bundle,
+            ErrorKind::LoadBudget { .. } => Self::LoadBudget,
             ErrorKind::UnsupportedVersion { .. } => Self::UnsupportedVersion,
             ErrorKind::Featurize { .. } => Self::Featurizer,
             ErrorKind::Schedule { .. } => Self::Schedule,
@@ -137,13 +142,14 @@ impl dashrank_status {
     }
 }
 
-const ALL_STATUSES: [dashrank_status; 21] = [
+const ALL_STATUSES: [dashrank_status; 22] = [
     dashrank_status::Ok,
     dashrank_status::Pattern,
     dashrank_status::Io,
     dashrank_status::Bundle,
     dashrank_status::UnsupportedVersion,
     dashrank_status::UnknownHead,
+    dashrank_status::LoadBudget,
     dashrank_status::Schedule,
     dashrank_status::UnsupportedKernel,
     dashrank_status::LayoutTooLarge,

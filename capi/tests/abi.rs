@@ -12,6 +12,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use dashrank::{CostModel, CsrPattern, LoadOptions, Model};
 use dashrank_capi::*;
 
+#[allow(dead_code)]
+#[path = "../../fuzz/src/onnx_write.rs"]
+mod onnx_write;
+
 fn repo() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
@@ -141,6 +145,7 @@ fn status_codes_are_stable_and_rendered() {
         (dashrank_status::Bundle, 200),
         (dashrank_status::UnsupportedVersion, 201),
         (dashrank_status::UnknownHead, 202),
+        (dashrank_status::LoadBudget, 203),
         (dashrank_status::Schedule, 300),
         (dashrank_status::UnsupportedKernel, 301),
         (dashrank_status::LayoutTooLarge, 302),
@@ -717,8 +722,47 @@ fn broken_predictor_bundle() -> PathBuf {
     }
     // The edit is deliberate: vouch for it in the manifest (docs/bundle-format.md §7.2, what
     // `python -m dashrank_onnx.manifest DIR --write` does), so that loading reaches the executor.
+    restamp(&dst);
+    dst
+}
+
+/// A copy of the tiny fixture whose predictor concatenates a 128-wide value 512 times before
+/// a ReLU (a 65 536-wide identity when compiled), manifest re-stamped.
+fn hostile_predictor_bundle() -> PathBuf {
+    use onnx_write::{Attr, Graph, Node};
+    let src = fixture("tiny-waco-spmm");
+    let dst = std::env::temp_dir().join(format!("dashrank-abi-hostile-{}", std::process::id()));
+    std::fs::create_dir_all(&dst).unwrap();
+    let mut g = Graph {
+        inputs: vec!["matrix_embedding".into(), "schedule_embedding".into()],
+        output: "score".into(),
+        ..Graph::default()
+    };
+    g.floats("w", &[128, 8], vec![0.5; 1024])
+        .floats("w1", &[1, 65536], vec![0.5; 65536])
+        .node(Node::new("Gemm", &["matrix_embedding", "w"], "x").attr(Attr::Int("transB", 1)))
+        .node(Node::new("Concat", &["x"; 512], "c").attr(Attr::Int("axis", 1)))
+        .node(Node::new("Relu", &["c"], "r"))
+        .node(Node::new("Gemm", &["r", "w1"], "score").attr(Attr::Int("transB", 1)));
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().and_then(|e| e.to_str()) != Some("onnx") {
+            continue;
+        }
+        let mut bytes = std::fs::read(&p).unwrap();
+        if p.to_string_lossy().contains("predictor") {
+            bytes = onnx_write::replace_graph(&bytes, &g);
+        }
+        std::fs::write(dst.join(p.file_name().unwrap()), bytes).unwrap();
+    }
+    restamp(&dst);
+    dst
+}
+
+/// Rewrites `dir/manifest.json` for its `.onnx` files as they are.
+fn restamp(dst: &Path) {
     let mut files = serde_json::Map::new();
-    for entry in std::fs::read_dir(&dst).unwrap() {
+    for entry in std::fs::read_dir(dst).unwrap() {
         let p = entry.unwrap().path();
         if p.extension().and_then(|e| e.to_str()) == Some("onnx") {
             let bytes = std::fs::read(&p).unwrap();
@@ -736,7 +780,17 @@ fn broken_predictor_bundle() -> PathBuf {
     let manifest = serde_json::json!({"format": "dashrank-manifest", "version": 1,
                                       "algorithm": "sha256", "files": files});
     std::fs::write(dst.join("manifest.json"), manifest.to_string()).unwrap();
-    dst
+}
+
+#[test]
+fn a_hostile_graph_is_refused_with_the_load_budget_status() {
+    let dir = hostile_predictor_bundle();
+    let mut m = null_mut();
+    let st = unsafe { dashrank_model_load(cpath(&dir).as_ptr(), null(), &mut m) };
+    expect(st, dashrank_status::LoadBudget, "native_budget_base");
+    assert!(m.is_null());
+    assert!(last_error().contains("cpu-taco__spmm.predictor.onnx"));
+    std::fs::remove_dir_all(dir).ok();
 }
 
 #[test]

@@ -81,3 +81,29 @@ fn every_target_runs_on_simple_inputs() {
     assert!(!bodies::bundle_loads(&bundle));
     bodies::capi_sequence(&[2, 0, 0, 3, 1, 2, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 9, 6]);
 }
+
+#[test]
+fn onnx_graph_generates_graphs_that_load_and_graphs_that_do_not() {
+    // Pseudo-random programs: most load (and are checked against the f64 evaluation).
+    let mut s = 0x1234_5678_9abc_def0u64;
+    let mut loaded = 0;
+    for len in (4..200).step_by(4) {
+        let data: Vec<u8> = (0..len)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s as u8
+            })
+            .collect();
+        loaded += usize::from(bodies::onnx_graph_loads(&data));
+    }
+    assert!(loaded >= 15, "only {loaded} of 49 generated graphs loaded");
+    // The predictor with a 4096-wide layer and a ReLU: past the target's load budget.
+    let wide = [2, 1, 0, 0, 0, 0xff, 5, 0, 0, 0, 0, 5, 2];
+    assert!(!bodies::onnx_graph_loads(&wide));
+    assert!(
+        bodies::onnx_graph_loads(&wide[..6]),
+        "without the ReLU it loads"
+    );
+}

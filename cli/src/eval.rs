@@ -1,7 +1,8 @@
 //! `dashrank eval` and `dashrank merge`: a model against measured runtimes, whole or one
 //! shard at a time, and the exact merge of the shards' partial reports. The evaluation, the
 //! reports and the merge are the library's (`dashrank::eval`); this file converts flags,
-//! shows progress, prints the table and writes the files.
+//! shows progress, prints the table and writes the files (each replaced whole, never left
+//! half-written: `write::write_atomically`).
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -16,6 +17,7 @@ use dashrank::eval::{
 
 use crate::flags::{EvalArgs, MergeArgs};
 use crate::svg;
+use crate::write::write_atomically;
 use crate::{load_model_with, pick_head, EXIT_THRESHOLD};
 
 pub fn run(args: &EvalArgs) -> Result<ExitCode> {
@@ -89,7 +91,7 @@ pub fn run(args: &EvalArgs) -> Result<ExitCode> {
             Some(s) => PartialReport::new(s, total, setup, evals, skipped).to_json(),
             None => report.to_json(),
         };
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        write_atomically(path, text.as_bytes())?;
         let what = if shard.is_some() { "partial " } else { "" };
         writeln!(out, "wrote {what}JSON report to {}", path.display())?;
     }
@@ -121,8 +123,7 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
         write_plots(&mut out, dir, &evals, &report.model.head)?;
     }
     if let Some(path) = &args.json_out {
-        std::fs::write(path, report.to_json())
-            .with_context(|| format!("writing {}", path.display()))?;
+        write_atomically(path, report.to_json().as_bytes())?;
         writeln!(out, "wrote JSON report to {}", path.display())?;
     }
     out.flush()?;
@@ -216,8 +217,7 @@ fn write_plots(out: &mut impl Write, dir: &Path, evals: &[MatrixEval], head: &st
         .with_context(|| format!("creating SVG directory {}", dir.display()))?;
     for r in evals {
         let path = dir.join(format!("{}.svg", r.matrix));
-        std::fs::write(&path, plot(r, head))
-            .with_context(|| format!("writing {}", path.display()))?;
+        write_atomically(&path, plot(r, head).as_bytes())?;
     }
     writeln!(out, "wrote {} SVG plots to {}", evals.len(), dir.display())?;
     Ok(())

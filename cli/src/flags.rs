@@ -197,7 +197,9 @@ replaced by the candidate in its toolchain's form as one quoted word (TACO: a `t
 line; SPADE: a CSV row; SparseTIR: a JSON object); the environment also has
 DASHRANK_CANDIDATE, DASHRANK_LINE and DASHRANK_INDEX. It must print its runtime in milliseconds
 (the last number on stdout) and exit 0; anything else, or a run past --timeout (its process
-group is killed), is a failed measurement and is skipped.
+group is killed), is a failed measurement and is skipped. What the command leaves running in
+its process group is killed when it exits; only the last 64 KiB of its stdout and stderr are
+kept.
 
 Examples:
   dashrank tune --model models/waco-spmm --matrix m.csr --space taco --measurer taco --budget 50
@@ -241,7 +243,7 @@ pub struct TuneArgs {
     /// OpenMP threads of the TACO programs (default: every core).
     #[arg(long)]
     pub threads: Option<u32>,
-    /// Seconds one measuring run may take.
+    /// Seconds one measuring run may take (at most a week).
     #[arg(long, value_name = "SECS", default_value_t = 60.0)]
     pub timeout: f64,
     /// --measurer taco: most timing rounds per candidate (each runs the candidate and TACO's

@@ -7,11 +7,13 @@ mod command;
 mod eval;
 mod flags;
 mod inspect;
+mod process;
 mod rank;
 mod space;
 mod svg;
 mod taco;
 mod tune;
+mod write;
 
 use std::path::Path;
 use std::process::ExitCode;

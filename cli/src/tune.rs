@@ -71,10 +71,16 @@ pub fn run(args: &TuneArgs) -> Result<()> {
 
 fn tune_options(args: &TuneArgs) -> Result<TuneOptions> {
     let seconds = |v: f64, flag: &str| -> Result<Duration> {
+        let max = MeasureCommand::MAX_TIMEOUT;
         Duration::try_from_secs_f64(v)
             .ok()
-            .filter(|d| !d.is_zero())
-            .with_context(|| format!("{flag} must be a positive number of seconds, not {v}"))
+            .filter(|d| !d.is_zero() && *d <= max)
+            .with_context(|| {
+                format!(
+                    "{flag} {v} must be a positive number of seconds, at most {} (a week)",
+                    max.as_secs()
+                )
+            })
     };
     seconds(args.timeout, "--timeout")?;
     if matches!(args.format, FormatArg::Taco | FormatArg::Cpp) {

@@ -309,6 +309,8 @@ fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
         "2",
         "--top",
         "1",
+        "--strategy",
+        "top-k",
         "--timeout",
         "0.2",
         "--measure-cmd",
@@ -334,6 +336,144 @@ fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
         "has no {}",
     );
     let _ = dir;
+}
+
+#[test]
+fn tune_bounds_timeouts_and_output() {
+    let model = fixture("tiny-waco-spmm");
+    let tune = |timeout: &str, cmd: &str| {
+        // In an address space of 4 GiB: output kept without bound would pass it within the
+        // timeout (`yes` writes gigabytes per second).
+        Command::new("sh")
+            .args(["-c", "ulimit -v 4194304; exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_dashrank"))
+            .current_dir(repo())
+            .args([
+                "tune",
+                "--model",
+                &model,
+                "--matrix",
+                MATRIX,
+                "--space",
+                "taco",
+                "--max-split",
+                "2",
+                "--top",
+                "1",
+                "--strategy",
+                "top-k",
+                "--timeout",
+                timeout,
+                "--measure-cmd",
+                cmd,
+            ])
+            .args(backend_args())
+            .output()
+            .unwrap()
+    };
+    fails(
+        &tune("1e20", "echo 1 {}"),
+        "--timeout 100000000000000000000 must be a positive number of seconds, at most 604800",
+    );
+    fails(&tune("0", "echo 1 {}"), "must be a positive number");
+    fails(&tune("NaN", "echo 1 {}"), "must be a positive number");
+    let started = std::time::Instant::now();
+    fails(
+        &tune("2", "yes; echo {}"),
+        "every measurement failed (first: timed out after 2.000 s)",
+    );
+    assert!(started.elapsed().as_secs() < 20);
+}
+
+/// Runs `dashrank ARGS` with its files limited to 512 bytes: a longer write kills it
+/// (SIGXFSZ) in the middle of the file, as a crash or a `kill -9` would.
+fn dashrank_killed_writing(args: &[&str]) -> Output {
+    Command::new("sh")
+        .args(["-c", "ulimit -f 1; exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_dashrank"))
+        .current_dir(repo())
+        .args(args)
+        .args(backend_args())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn reports_are_replaced_whole_or_not_at_all() {
+    let dir = scratch("torn-reports");
+    let (measured, matrices) = synthetic_eval_data(&dir, 3);
+    let (report, svgs, part) = (
+        dir.join("report.json"),
+        dir.join("svg"),
+        dir.join("part.json"),
+    );
+    let model = fixture("tiny-waco-spmm");
+    let eval = |extra: &[&str]| -> Vec<String> {
+        let base = [
+            "eval",
+            "--model",
+            &model,
+            "--measured",
+            s(&measured),
+            "--matrices",
+        ];
+        let mut v: Vec<String> = base.iter().map(|a| a.to_string()).collect();
+        v.extend(
+            [s(&matrices), "--min-tau", "-1"]
+                .iter()
+                .map(|a| a.to_string()),
+        );
+        v.extend(extra.iter().map(|a| a.to_string()));
+        v
+    };
+    let argv = |v: &[String]| v.iter().map(String::to_owned).collect::<Vec<_>>();
+    let run = |v: Vec<String>, killed: bool| {
+        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+        if killed {
+            dashrank_killed_writing(&refs)
+        } else {
+            dashrank(&refs)
+        }
+    };
+    let good = eval(&["--json-out", s(&report), "--svg-dir", s(&svgs)]);
+    ok(&run(argv(&good), false));
+    ok(&run(
+        eval(&["--shard", "1/1", "--json-out", s(&part)]),
+        false,
+    ));
+    let snapshot = || {
+        // A killed writer leaves its temporary `.NAME.tmp-PID` behind: not a report.
+        let mut files: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&svgs)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .chain([report.clone(), part.clone()])
+            .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+            .collect();
+        files.sort();
+        files
+    };
+    let before = snapshot();
+    assert!(
+        before.iter().all(|(_, b)| b.len() > 512),
+        "files too small to tear"
+    );
+    // Each writer killed in the middle of a file: every previous file is left as it was.
+    for args in [
+        eval(&["--json-out", s(&report)]),
+        eval(&["--svg-dir", s(&svgs)]),
+        eval(&["--shard", "1/1", "--json-out", s(&part)]),
+        vec![
+            "merge".into(),
+            s(&part).into(),
+            "--json-out".into(),
+            s(&report).into(),
+        ],
+    ] {
+        let out = run(args.clone(), true);
+        assert_ne!(out.status.code(), Some(0), "{args:?} was not stopped");
+        assert!(before == snapshot(), "{args:?} left a torn file");
+    }
 }
 
 /// Measured data for `n` banded matrices: 30 TACO lines each with made-up runtimes, one
@@ -421,9 +561,54 @@ fn eval_shards_merge(model: &str, measured: &Path, matrices: &Path, dir: &Path, 
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
         dashrank(&argv)
     };
-    fails(&run(p(&[&parts[0]])), "missing shard");
+    fails(&run(p(&[&parts[0]])), "missing");
     fails(&run(p(&[&parts[0], &parts[0], &parts[1]])), "given twice");
     fails(&run(p(&[&full])), "final report");
+}
+
+/// `dashrank merge FILE` in an address space of 1 GiB (so that a merge sized by a count
+/// read from the file fails fast instead of exhausting the machine).
+fn merge_capped(file: &Path) -> Output {
+    Command::new("sh")
+        .args(["-c", "ulimit -v 1048576; exec \"$0\" merge \"$1\""])
+        .arg(env!("CARGO_BIN_EXE_dashrank"))
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn merge_bounds_the_shard_count_by_the_reports_given() {
+    let dir = scratch("shards-hostile");
+    let (measured, matrices) = synthetic_eval_data(&dir, 3);
+    let part = dir.join("part.json");
+    ok(&dashrank(&[
+        "eval",
+        "--model",
+        &fixture("tiny-waco-spmm"),
+        "--measured",
+        s(&measured),
+        "--matrices",
+        s(&matrices),
+        "--shard",
+        "1/2",
+        "--json-out",
+        s(&part),
+    ]));
+    let text = std::fs::read_to_string(&part).unwrap();
+    for n in [u64::MAX, i64::MAX as u64, 100_000_000] {
+        let hostile = dir.join(format!("part-of-{n}.json"));
+        std::fs::write(&hostile, text.replace("\"1/2\"", &format!("\"1/{n}\""))).unwrap();
+        let out = merge_capped(&hostile);
+        fails(&out, &format!("missing {} of the {n} shards: 2–{n}", n - 1));
+    }
+    // Missing shards in the middle are ranges too.
+    let text = text.replace("\"1/2\"", "\"3/9\"");
+    std::fs::write(dir.join("part-3-of-9.json"), text).unwrap();
+    fails(
+        &merge_capped(&dir.join("part-3-of-9.json")),
+        "missing 8 of the 9 shards: 1–2, 4–9",
+    );
 }
 
 #[test]

@@ -155,7 +155,7 @@ fn fixtures() -> &'static [Fixture] {
 
 /// `manifest.json` vouching for `files` as they are (what `python -m dashrank_onnx.manifest
 /// --stamp` writes), so that a mutated file reaches the checks after the manifest's.
-fn stamp_manifest(files: &[(String, Vec<u8>)]) -> Vec<u8> {
+pub(crate) fn stamp_manifest(files: &[(String, Vec<u8>)]) -> Vec<u8> {
     use sha2::{Digest, Sha256};
     let entries: serde_json::Map<String, serde_json::Value> = files
         .iter()

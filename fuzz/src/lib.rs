@@ -11,10 +11,13 @@
 
 mod capi;
 mod capi_support;
+mod graphs;
 mod inputs;
+mod onnx_write;
 mod schedules;
 
 pub use capi::capi_sequence;
+pub use graphs::{onnx_graph, onnx_graph_loads};
 pub use inputs::{bundle, bundle_loads, mtx, waco_csr};
 pub use schedules::{schedule_lines, spade_csv, sparsetir_json, taco_commands};
 
@@ -28,6 +31,7 @@ pub const TARGETS: &[&str] = &[
     "sparsetir_json",
     "bundle",
     "capi_sequence",
+    "onnx_graph",
 ];
 
 /// Runs target `name` on `data`; `false` if there is no such target.
@@ -41,6 +45,7 @@ pub fn run(name: &str, data: &[u8]) -> bool {
         "sparsetir_json" => sparsetir_json(data),
         "bundle" => bundle(data),
         "capi_sequence" => capi_sequence(data),
+        "onnx_graph" => onnx_graph(data),
         _ => return false,
     }
     true

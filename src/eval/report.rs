@@ -416,7 +416,8 @@ impl EvalReport {
             .first()
             .ok_or_else(|| Error::invalid_argument("no partial reports to merge"))?;
         let n = first.shard.count();
-        let mut seen = vec![false; n];
+        // Only the shards given are held: a count claimed by a file never sizes anything.
+        let mut given = std::collections::BTreeSet::new();
         let mut evals = Vec::new();
         let mut skipped = Vec::new();
         for p in partials {
@@ -434,25 +435,20 @@ impl EvalReport {
                     p.shard, p.files, first.shard, first.files
                 )));
             }
-            let slot = &mut seen[p.shard.index() - 1];
-            if *slot {
+            if !given.insert(p.shard.index()) {
                 return Err(Error::invalid_argument(format!(
                     "shard {} is given twice",
                     p.shard
                 )));
             }
-            *slot = true;
             evals.extend(p.matrices.iter().cloned());
             skipped.extend(p.skipped.iter().cloned());
         }
-        let missing: Vec<String> = (1..=n)
-            .filter(|i| !seen[i - 1])
-            .map(|i| format!("{i}/{n}"))
-            .collect();
-        if !missing.is_empty() {
+        if given.len() < n {
             return Err(Error::invalid_argument(format!(
-                "missing shard(s) {}",
-                missing.join(", ")
+                "missing {} of the {n} shards: {}",
+                n - given.len(),
+                missing_ranges(&given, n)
             )));
         }
         let mut names: Vec<&str> = evals.iter().map(|e| e.matrix.as_str()).collect();
@@ -479,6 +475,38 @@ impl EvalReport {
     pub fn to_json(&self) -> String {
         json_text(self)
     }
+}
+
+/// The shards `1..=n` not in `given` (each in `1..=n`), as ranges (`1, 3–7, 9`): at most one
+/// more range than there are given shards, and only the first few listed.
+fn missing_ranges(given: &std::collections::BTreeSet<usize>, n: usize) -> String {
+    const LISTED: usize = 8;
+    let mut ranges = Vec::new();
+    let mut range = |a: usize, b: usize| {
+        ranges.push(if a == b {
+            a.to_string()
+        } else {
+            format!("{a}–{b}")
+        });
+    };
+    // The first shard not accounted for yet (`None` past `usize::MAX`).
+    let mut next = Some(1);
+    for &g in given {
+        if let Some(a) = next.filter(|&a| a < g) {
+            range(a, g - 1);
+        }
+        next = g.checked_add(1);
+    }
+    if let Some(a) = next.filter(|&a| a <= n) {
+        range(a, n);
+    }
+    let more = ranges.len().saturating_sub(LISTED);
+    ranges.truncate(LISTED);
+    let mut text = ranges.join(", ");
+    if more > 0 {
+        text += &format!(" and {more} more ranges");
+    }
+    text
 }
 
 /// What one shard of a sharded evaluation writes (`dashrank eval --shard I/N --json-out`).
@@ -556,4 +584,31 @@ impl PartialReport {
 fn json_text<T: Serialize>(value: &T) -> String {
     // Serializing plain data with string keys cannot fail.
     serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::missing_ranges;
+
+    #[test]
+    fn missing_shards_are_listed_as_ranges() {
+        let set = |v: &[usize]| v.iter().copied().collect::<BTreeSet<_>>();
+        assert_eq!(missing_ranges(&set(&[2]), 3), "1, 3");
+        assert_eq!(missing_ranges(&set(&[1, 2]), 7), "3–7");
+        assert_eq!(
+            missing_ranges(&set(&[1]), usize::MAX),
+            format!("2–{}", usize::MAX)
+        );
+        assert_eq!(
+            missing_ranges(&set(&[2, usize::MAX]), usize::MAX),
+            format!("1, 3–{}", usize::MAX - 1)
+        );
+        let every_other: Vec<usize> = (1..=40).step_by(2).collect();
+        assert_eq!(
+            missing_ranges(&set(&every_other), 40),
+            "2, 4, 6, 8, 10, 12, 14, 16 and 12 more ranges"
+        );
+    }
 }

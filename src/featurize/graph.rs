@@ -18,7 +18,8 @@ use crate::simd::SimdLevel;
 pub struct FeaturizeOptions {
     /// Worker threads. `None` runs in the current rayon context (the global pool, i.e. all
     /// cores, unless the caller is inside `ThreadPool::install`); `Some(n)` runs in a pool of
-    /// `n` threads, created once per distinct `n` and reused. `Some(0)` is an error.
+    /// `n` threads, shared by every graph and model of the process that uses `n` (started on
+    /// first use, ended when the last holder is dropped). `Some(0)` is an error.
     pub threads: Option<usize>,
     /// Instruction-set level of the kernels ([`SimdLevel::best`] by default). Every level
     /// gives bit-identical features.
@@ -102,8 +103,8 @@ pub struct FeaturizerGraph {
     plan: Arc<Plan>,
     /// Released feature tables, reused by later bands and runs.
     pool: BufferPool,
-    /// rayon pools for `threads: Some(n)`, created on first use and dropped with the graph
-    /// (not process-wide statics, so an embedding host that releases its model frees them).
+    /// The process's shared rayon pools this graph has used (`threads: Some(n)`), held while
+    /// the graph lives: a host that releases its models frees them.
     thread_pools: Arc<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>>,
 }
 
@@ -198,20 +199,15 @@ impl FeaturizerGraph {
         self.pool.bytes()
     }
 
-    /// This graph's rayon pool of `n` threads, created on first use.
+    /// The process's shared pool of `n` threads, held by this graph from its first use.
     fn thread_pool(&self, n: usize) -> Result<Arc<rayon::ThreadPool>> {
         let mut pools = self.thread_pools.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(p) = pools.get(&n) {
             return Ok(Arc::clone(p));
         }
-        let p = rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .thread_name(|i| format!("dashrank-featurize-{i}"))
-            .build()
-            .map_err(|e| {
-                Error::invalid_argument(format!("cannot start {n} featurizer threads: {e}"))
-            })?;
-        let p = Arc::new(p);
+        let p = crate::pools::shared(n).map_err(|e| {
+            Error::invalid_argument(format!("cannot start {n} featurizer threads: {e}"))
+        })?;
         pools.insert(n, Arc::clone(&p));
         Ok(p)
     }

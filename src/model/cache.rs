@@ -1,7 +1,9 @@
 //! Matrix embeddings and their cache.
 //!
 //! The featurizer dominates ranking time (it runs over every nonzero), so a model keeps the
-//! most recently used embeddings keyed by the pattern's content hash.
+//! most recently used embeddings keyed by the pattern's SHA-256 digest
+//! ([`CsrPattern::content_digest`](crate::CsrPattern::content_digest)): a pattern never gets
+//! another pattern's embedding unless SHA-256 collides.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -63,11 +65,14 @@ impl MatrixEmbedding {
     }
 }
 
-/// A small LRU of embeddings keyed by pattern hash.
+/// The cache key: a pattern's SHA-256 digest.
+pub(crate) type PatternKey = [u8; 32];
+
+/// A small LRU of embeddings keyed by pattern digest.
 #[derive(Debug)]
 pub(crate) struct MatrixCache {
     capacity: usize,
-    state: Mutex<(HashMap<u64, MatrixEmbedding>, VecDeque<u64>)>,
+    state: Mutex<(HashMap<PatternKey, MatrixEmbedding>, VecDeque<PatternKey>)>,
 }
 
 impl MatrixCache {
@@ -78,7 +83,7 @@ impl MatrixCache {
         }
     }
 
-    pub(crate) fn get(&self, key: u64) -> Option<MatrixEmbedding> {
+    pub(crate) fn get(&self, key: PatternKey) -> Option<MatrixEmbedding> {
         if self.capacity == 0 {
             return None;
         }
@@ -92,7 +97,7 @@ impl MatrixCache {
         Some(hit)
     }
 
-    pub(crate) fn insert(&self, key: u64, value: MatrixEmbedding) {
+    pub(crate) fn insert(&self, key: PatternKey, value: MatrixEmbedding) {
         if self.capacity == 0 {
             return;
         }
@@ -120,15 +125,16 @@ mod tests {
     fn lru_evicts_least_recent() {
         let c = MatrixCache::new(2);
         let e = |v: f32| MatrixEmbedding::new(vec![v], vec![], 0, 0, 0);
-        c.insert(1, e(1.0));
-        c.insert(2, e(2.0));
-        assert!(c.get(1).is_some()); // 1 is now most recent
-        c.insert(3, e(3.0));
-        assert!(c.get(2).is_none());
-        assert_eq!(c.get(1).map(|x| x.values()[0]), Some(1.0));
-        assert_eq!(c.get(3).map(|x| x.values()[0]), Some(3.0));
+        let k = |i: u8| [i; 32];
+        c.insert(k(1), e(1.0));
+        c.insert(k(2), e(2.0));
+        assert!(c.get(k(1)).is_some()); // 1 is now most recent
+        c.insert(k(3), e(3.0));
+        assert!(c.get(k(2)).is_none());
+        assert_eq!(c.get(k(1)).map(|x| x.values()[0]), Some(1.0));
+        assert_eq!(c.get(k(3)).map(|x| x.values()[0]), Some(3.0));
         let off = MatrixCache::new(0);
-        off.insert(1, e(1.0));
-        assert!(off.get(1).is_none());
+        off.insert(k(1), e(1.0));
+        assert!(off.get(k(1)).is_none());
     }
 }

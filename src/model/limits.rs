@@ -23,12 +23,18 @@ pub const DEFAULT_MAX_PROTO_ELEMENTS: usize = 1 << 18;
 pub const DEFAULT_MAX_TENSOR_ELEMENTS: usize = 1 << 26;
 /// Deepest protobuf message nesting accepted.
 pub const MAX_PROTO_DEPTH: u32 = 32;
+/// Default [`BundleLimits::native_budget_base`]: 2^24 operations.
+pub const DEFAULT_NATIVE_BUDGET_BASE: u64 = 1 << 24;
+/// Default [`BundleLimits::native_budget_per_byte`]: 64 operations per byte of graph file.
+pub const DEFAULT_NATIVE_BUDGET_PER_BYTE: u64 = 64;
 
-/// Limits applied while a bundle is read and decoded (see `docs/reliability.md`).
+/// Limits applied while a bundle is read, decoded and compiled (see `docs/reliability.md`).
 ///
-/// Exceeding one is an [`ErrorKind::Bundle`](crate::ErrorKind::Bundle) error naming the file,
-/// the limit (`BundleLimits::…`) and the value found, raised before the data is read (sizes)
-/// or decoded (protobuf contents). Raise a limit to load a larger model.
+/// Exceeding a size or protobuf limit is an [`ErrorKind::Bundle`](crate::ErrorKind::Bundle)
+/// error naming the file, the limit (`BundleLimits::…`) and the value found, raised before the
+/// data is read (sizes) or decoded (protobuf contents). Exceeding the native engine's load
+/// budget is an [`ErrorKind::LoadBudget`](crate::ErrorKind::LoadBudget) error, raised before
+/// the work that would pass it. Raise a limit to load a larger model.
 ///
 /// # Example
 ///
@@ -58,6 +64,16 @@ pub struct BundleLimits {
     /// …), and most elements of one weight tensor (the product of its dimensions). Default
     /// [`DEFAULT_MAX_TENSOR_ELEMENTS`].
     pub max_tensor_elements: usize,
+    /// The native engine's load budget of a graph (the matrix embedder; a head's schedule
+    /// embedder and predictor together) is `native_budget_base + native_budget_per_byte ×`
+    /// the size of its files, in operations: one per number its import and compilation
+    /// allocate, one per multiply-add they perform, and 128 per column of each row buffer of
+    /// the compiled program. Loading never uses more than 8 bytes of memory per operation of
+    /// the budget. Default [`DEFAULT_NATIVE_BUDGET_BASE`].
+    pub native_budget_base: u64,
+    /// See [`native_budget_base`](Self::native_budget_base). Default
+    /// [`DEFAULT_NATIVE_BUDGET_PER_BYTE`].
+    pub native_budget_per_byte: u64,
 }
 
 impl Default for BundleLimits {
@@ -68,6 +84,8 @@ impl Default for BundleLimits {
             max_files: DEFAULT_MAX_FILES,
             max_proto_elements: DEFAULT_MAX_PROTO_ELEMENTS,
             max_tensor_elements: DEFAULT_MAX_TENSOR_ELEMENTS,
+            native_budget_base: DEFAULT_NATIVE_BUDGET_BASE,
+            native_budget_per_byte: DEFAULT_NATIVE_BUDGET_PER_BYTE,
         }
     }
 }

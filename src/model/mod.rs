@@ -43,7 +43,8 @@ pub use info::{
 pub use integrity::{BundleIntegrity, ManifestEntry};
 pub use limits::{
     BundleLimits, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_MAX_FILES, DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_PROTO_ELEMENTS, DEFAULT_MAX_TENSOR_ELEMENTS, MAX_PROTO_DEPTH,
+    DEFAULT_MAX_PROTO_ELEMENTS, DEFAULT_MAX_TENSOR_ELEMENTS, DEFAULT_NATIVE_BUDGET_BASE,
+    DEFAULT_NATIVE_BUDGET_PER_BYTE, MAX_PROTO_DEPTH,
 };
 use native::{Exec, NativeHead, NativeMatrixEmbedder};
 pub(crate) use run::Prepared;
@@ -60,10 +61,16 @@ pub struct LoadOptions {
     /// Threads for the featurizer and the dense graphs; `None` uses all cores: rayon's global
     /// pool, and for the native heads' small calls (a few 128-candidate tasks) a process-wide
     /// helper team of `cores - 1` threads that spin 100 µs after a call and then park (see
-    /// `src/model/tasks.rs`). `Some(1)` runs everything on the calling thread; `Some(n)` a
-    /// dedicated rayon pool of `n` threads.
+    /// `src/model/tasks.rs`). `Some(n)` runs in a rayon pool of `n` threads shared by every
+    /// model of the process loaded with the same `n` (started with the first, ended with the
+    /// last); with `Some(1)` only the featurizer uses its one-thread pool, the rest runs on
+    /// the calling thread. The process's thread budget is therefore the sum of the distinct
+    /// `n` in use, plus the global pool and the helper team when some model uses `None` (see
+    /// `docs/reliability.md`), however many models are alive.
     pub threads: Option<usize>,
-    /// How many matrix embeddings to keep (keyed by pattern hash); 0 disables the cache.
+    /// How many matrix embeddings to keep (keyed by the pattern's SHA-256 digest,
+    /// [`CsrPattern::content_digest`](crate::CsrPattern::content_digest)); 0 disables the
+    /// cache.
     pub matrix_cache_capacity: usize,
     /// Run `ort` graphs with one intra-op thread, so that their scores are bit-identical on
     /// any machine load and thread count. The native engine and the featurizer are
@@ -169,7 +176,8 @@ pub struct Model {
     /// accepted by the model instance that made them.
     instance: u64,
     exec: Exec,
-    /// Pool for the dense layers when `threads` is `Some(n ≥ 2)`.
+    /// The process's shared pool of `n` threads when `threads` is `Some(n ≥ 2)`, for the
+    /// dense layers (the featurizer holds the same pool).
     pool: Option<Arc<rayon::ThreadPool>>,
 }
 
@@ -293,7 +301,7 @@ impl Model {
         }
         let mut why = None;
         let matrix_embedder = if native {
-            match NativeMatrixEmbedder::compile(me, featurizer_dim, n_shape)? {
+            match NativeMatrixEmbedder::compile(me, featurizer_dim, n_shape, &options.limits)? {
                 Ok(n) => {
                     engines.push(engine(me, "native", None));
                     Some(MatrixEmbedderExec::Native(n))
@@ -333,7 +341,8 @@ impl Model {
             let mut why = None;
             let mut exec = None;
             if native {
-                match NativeHead::compile(se, pr, &schema, matrix_embedding_dim)? {
+                let limits = &options.limits;
+                match NativeHead::compile(se, pr, &schema, matrix_embedding_dim, limits)? {
                     Ok(h) => {
                         engines.push(engine(se, "native", None));
                         engines.push(engine(pr, "native", None));
@@ -397,16 +406,13 @@ impl Model {
             info.backend,
             simd
         );
-        let pool = match options.threads {
-            Some(n) if n >= 2 => Some(Arc::new(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n)
-                    .thread_name(|i| format!("dashrank-dense-{i}"))
-                    .build()
-                    .map_err(|e| Error::invalid_argument(format!("thread pool: {e}")))?,
-            )),
-            _ => None,
-        };
+        let pool =
+            match options.threads {
+                Some(n) if n >= 2 => Some(crate::pools::shared(n).map_err(|e| {
+                    Error::invalid_argument(format!("cannot start {n} threads: {e}"))
+                })?),
+                _ => None,
+            };
         Ok(Self {
             info,
             featurizer,

@@ -95,7 +95,7 @@ impl Model {
 
     /// Computes a matrix embedding, using the cache when enabled.
     pub(crate) fn embed_matrix_cached(&self, pattern: &CsrPattern) -> Result<MatrixEmbedding> {
-        let key = pattern.content_hash();
+        let key = pattern.content_digest();
         if let Some(hit) = self.cache.get(key) {
             return Ok(hit);
         }
@@ -121,8 +121,13 @@ impl Model {
                 format!("non-finite matrix embedding at index {bad}"),
             ));
         }
-        let embedding =
-            MatrixEmbedding::new(values, conv, key, self.info.content_hash, self.instance());
+        let embedding = MatrixEmbedding::new(
+            values,
+            conv,
+            pattern.content_hash(),
+            self.info.content_hash,
+            self.instance(),
+        );
         self.cache.insert(key, embedding.clone());
         Ok(embedding)
     }

@@ -89,7 +89,7 @@ pub struct CsrPattern {
     /// starting at 0, strictly increasing, ending at `nnz`.
     row_start: Vec<usize>,
     col_idx: Vec<u32>,
-    /// [`CsrPattern::content_hash`], computed on first use.
+    /// [`CsrPattern::content_hash`] and [`CsrPattern::content_digest`], computed on first use.
     pub(super) hash: super::hash::HashCell,
 }
 

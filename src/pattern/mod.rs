@@ -21,7 +21,8 @@
 //! Every route validates at the boundary and reports structural problems as
 //! [`ErrorKind::Pattern`](crate::ErrorKind::Pattern) naming the row, position or line; code
 //! downstream of a `CsrPattern` trusts its invariants. [`CsrPattern::content_hash`] is a
-//! stable 64-bit hash of the structure for caches.
+//! stable 64-bit hash of the structure; [`CsrPattern::content_digest`], its SHA-256, keys the
+//! embedding cache.
 
 mod convert;
 mod coo;

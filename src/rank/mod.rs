@@ -131,7 +131,8 @@ pub trait CostModel: Send + Sync {
     /// Facts about the model (heads, kernels, targets, polarity, dimensions).
     fn info(&self) -> &ModelInfo;
 
-    /// Embeds a matrix (featurizer + matrix embedder). Cached by pattern hash.
+    /// Embeds a matrix (featurizer + matrix embedder). Cached by the pattern's SHA-256
+    /// digest ([`CsrPattern::content_digest`]).
     fn embed_matrix(&self, pattern: &CsrPattern) -> Result<MatrixEmbedding>;
 
     /// Parses, validates, encodes and embeds schedule lines for `head`. Invalid lines get a

@@ -8,6 +8,7 @@
 //! Candidate-stage terms once per candidate and stored (`v`), and the Score stage starts from
 //! `u + v`.
 
+use super::budget::{prod, Budget, CHUNK_ROWS};
 use super::form::{Form, LeafId, Mat64};
 use super::ir::{Graph, Node};
 use super::program::{BufId, Init, Instr, Packed, Program, Stage};
@@ -36,6 +37,8 @@ pub(crate) struct Inputs<'a> {
     pub output_stage: Option<Stage>,
     /// File name for errors.
     pub origin: &'a str,
+    /// What importing and compiling may cost (shared by the compilations of one graph).
+    pub budget: &'a Budget,
 }
 
 struct Compiler<'a> {
@@ -45,7 +48,7 @@ struct Compiler<'a> {
     schedule_buf: Option<BufId>,
 }
 
-/// Compiles `graph` (see the module docs).
+/// Compiles `graph` (see the module docs), charging `inputs.budget` before each step.
 pub(crate) fn compile(graph: &Graph, inputs: &Inputs<'_>) -> Result<Compiled> {
     let mut c = Compiler {
         inputs,
@@ -54,53 +57,14 @@ pub(crate) fn compile(graph: &Graph, inputs: &Inputs<'_>) -> Result<Compiled> {
     };
     let mut forms: Vec<Option<Form>> = Vec::with_capacity(graph.len());
     for id in 0..graph.len() {
-        let width = graph.width(id);
-        let form = match graph.node(id) {
-            Node::Input(name) => {
-                let Some(&(_, stage)) = inputs.stages.iter().find(|(n, _)| n == name) else {
-                    return Err(Error::bundle(
-                        format!("{}: input '{name}'", inputs.origin),
-                        "unexpected graph input",
-                    ));
-                };
-                let buf = c.prog.add_buf(stage, width);
-                c.prog.inputs.push((name.clone(), buf));
-                if inputs.schedule.is_some_and(|(n, _)| n == name) {
-                    c.schedule_buf = Some(buf);
-                }
-                Form::leaf(buf, width)
-            }
-            Node::Linear { x, w, b } => {
-                let w = Mat64::from_f32(w.rows, w.cols, &w.data);
-                form(&forms, *x).linear(&w, b.as_deref())
-            }
-            Node::Bias { x, b } => form(&forms, *x).clone().plus_bias(b),
-            Node::Add(a, b) => form(&forms, *a).clone().plus(form(&forms, *b)),
-            Node::Concat(xs) => {
-                let parts: Vec<Form> = xs.iter().map(|x| form(&forms, *x).clone()).collect();
-                Form::concat(&parts)
-            }
-            Node::Slice { x, start, end } => form(&forms, *x).slice(*start, *end),
-            Node::Lookup { x, col, table } => {
-                let leaf = form(&forms, *x).as_leaf();
-                if leaf.is_none() || leaf != c.schedule_buf {
-                    return Ok(Compiled::Unsupported(
-                        graph.name(id).to_string(),
-                        "embedding lookup on an input other than the encoded schedule".into(),
-                    ));
-                }
-                let t = Mat64::from_f32(table.rows, table.cols, &table.data);
-                Form::lookup(leaf.unwrap_or_default(), *col, t, graph.name(id))
-            }
-            Node::Relu(x) => match c.materialize(form(&forms, *x), true, None)? {
-                Ok(buf) => Form::leaf(buf, width),
-                Err(reason) => return Ok(Compiled::Unsupported(graph.name(id).into(), reason)),
-            },
+        let form = match c.step(graph, id, &forms)? {
+            Ok(f) => f,
+            Err(reason) => return Ok(Compiled::Unsupported(graph.name(id).into(), reason)),
         };
         forms.push(Some(form));
     }
     let out = form(&forms, graph.output);
-    match c.materialize(out, false, inputs.output_stage)? {
+    match c.materialize(out, false, inputs.output_stage, graph.name(graph.output))? {
         Ok(buf) => {
             c.prog.output = buf;
             Ok(Compiled::Program(c.prog))
@@ -136,6 +100,87 @@ impl Compiler<'_> {
         self.prog.bufs[leaf].stage
     }
 
+    fn charge(&self, ops: u64, node: &str) -> Result<()> {
+        self.inputs.budget.charge(ops, node)
+    }
+
+    /// A new row buffer, charged for its columns in a working chunk.
+    fn add_buf(&mut self, stage: Stage, width: usize, node: &str) -> Result<BufId> {
+        let stride = crate::simd::gemm::padded(width);
+        self.charge(CHUNK_ROWS.saturating_mul(stride as u64), node)?;
+        Ok(self.prog.add_buf(stage, width))
+    }
+
+    /// The form of node `id`, or why it cannot be folded.
+    fn step(
+        &mut self,
+        graph: &Graph,
+        id: usize,
+        forms: &[Option<Form>],
+    ) -> Result<std::result::Result<Form, String>> {
+        let (width, node) = (graph.width(id), graph.name(id));
+        let f = |x: &usize| form(forms, *x);
+        Ok(Ok(match graph.node(id) {
+            Node::Input(name) => {
+                let inputs = self.inputs;
+                let Some(&(_, stage)) = inputs.stages.iter().find(|(n, _)| n == name) else {
+                    return Err(Error::bundle(
+                        format!("{}: input '{name}'", inputs.origin),
+                        "unexpected graph input",
+                    ));
+                };
+                self.charge(Form::leaf_cost(width), node)?;
+                let buf = self.add_buf(stage, width, node)?;
+                self.prog.inputs.push((name.clone(), buf));
+                if inputs.schedule.is_some_and(|(n, _)| n == name) {
+                    self.schedule_buf = Some(buf);
+                }
+                Form::leaf(buf, width)
+            }
+            Node::Linear { x, w, b } => {
+                self.charge(prod(w.rows, w.cols), node)?;
+                let w = Mat64::from_f32(w.rows, w.cols, &w.data);
+                self.charge(f(x).linear_cost(&w), node)?;
+                f(x).linear(&w, b.as_deref())
+            }
+            Node::Bias { x, b } => {
+                self.charge(f(x).size(), node)?;
+                f(x).clone().plus_bias(b)
+            }
+            Node::Add(a, b) => {
+                self.charge(f(a).size().saturating_add(f(b).size()), node)?;
+                f(a).clone().plus(f(b))
+            }
+            Node::Concat(xs) => {
+                let parts: Vec<&Form> = xs.iter().map(f).collect();
+                self.charge(Form::concat_cost(&parts), node)?;
+                Form::concat(&parts)
+            }
+            Node::Slice { x, start, end } => {
+                self.charge(f(x).slice_cost(*start, *end), node)?;
+                f(x).slice(*start, *end)
+            }
+            Node::Lookup { x, col, table } => {
+                let leaf = f(x).as_leaf();
+                if leaf.is_none() || leaf != self.schedule_buf {
+                    return Ok(Err(
+                        "embedding lookup on an input other than the encoded schedule".into(),
+                    ));
+                }
+                self.charge(prod(table.rows, table.cols), node)?;
+                let t = Mat64::from_f32(table.rows, table.cols, &table.data);
+                Form::lookup(leaf.unwrap_or_default(), *col, t, node)
+            }
+            Node::Relu(x) => match self.materialize(f(x), true, None, node)? {
+                Ok(buf) => {
+                    self.charge(Form::leaf_cost(width), node)?;
+                    Form::leaf(buf, width)
+                }
+                Err(reason) => return Ok(Err(reason)),
+            },
+        }))
+    }
+
     /// Creates the layer(s) computing `f` (with ReLU if asked); returns its buffer, or why
     /// it cannot be folded.
     fn materialize(
@@ -143,6 +188,7 @@ impl Compiler<'_> {
         f: &Form,
         relu: bool,
         force: Option<Stage>,
+        node: &str,
     ) -> Result<std::result::Result<BufId, String>> {
         let mut stage: Option<Stage> = None;
         for leaf in f
@@ -165,13 +211,15 @@ impl Compiler<'_> {
                 }
             }
         }
+        // The form's parts are copied into the layer(s) below.
+        self.charge(f.size(), node)?;
         if stage != Stage::Score {
             let part = Part {
                 bias: Some(f.bias.clone()),
                 terms: f.terms.clone(),
                 lookups: f.lookups.clone(),
             };
-            return self.emit(stage, f.width, part, relu);
+            return self.emit(stage, f.width, part, relu, node);
         }
         // Split: u = bias + Matrix terms; v = Candidate terms; Score terms stay.
         let mut mat = Part {
@@ -197,19 +245,20 @@ impl Compiler<'_> {
                 return Ok(Err("embedding lookup outside the candidate stage".into()));
             }
         }
-        let u = match self.emit(Stage::Matrix, f.width, mat, false)? {
+        let u = match self.emit(Stage::Matrix, f.width, mat, false, node)? {
             Ok(b) => b,
             Err(e) => return Ok(Err(e)),
         };
         let v = if cand.is_empty() {
             None
         } else {
-            match self.emit(Stage::Candidate, f.width, cand, false)? {
+            match self.emit(Stage::Candidate, f.width, cand, false, node)? {
                 Ok(b) => Some(b),
                 Err(e) => return Ok(Err(e)),
             }
         };
-        let out = self.prog.add_buf(Stage::Score, f.width);
+        let out = self.add_buf(Stage::Score, f.width, node)?;
+        self.charge(self.pack_cost(&score_terms), node)?;
         let terms = score_terms
             .iter()
             .map(|(leaf, m)| (*leaf, self.pack(m, *leaf)))
@@ -231,9 +280,14 @@ impl Compiler<'_> {
         width: usize,
         mut part: Part,
         relu: bool,
+        node: &str,
     ) -> Result<std::result::Result<BufId, String>> {
-        let out = self.prog.add_buf(stage, width);
+        let out = self.add_buf(stage, width, node)?;
         let stride = self.prog.bufs[out].stride;
+        self.charge(
+            (stride as u64).saturating_add(self.pack_cost(&part.terms)),
+            node,
+        )?;
         let mut bias = vec![0.0f32; stride];
         if let Some(b) = &part.bias {
             for (dst, &v) in bias.iter_mut().zip(b) {
@@ -254,6 +308,7 @@ impl Compiler<'_> {
             let (Some(input), Some((_, schema))) = (sched, self.inputs.schedule) else {
                 return Ok(Err("embedding lookup without a schedule schema".into()));
             };
+            self.charge(FieldTables::cost(schema, stride), node)?;
             match FieldTables::build(
                 schema,
                 sched_term.as_ref(),
@@ -286,6 +341,14 @@ impl Compiler<'_> {
             relu,
         });
         Ok(Ok(out))
+    }
+
+    /// Cost of packing `terms` (see [`pack`](Self::pack)).
+    fn pack_cost(&self, terms: &[(LeafId, Mat64)]) -> u64 {
+        terms.iter().fold(0u64, |cost, (leaf, m)| {
+            let k = self.prog.bufs[*leaf].width;
+            cost.saturating_add(prod(k, crate::simd::gemm::padded(m.rows)))
+        })
     }
 
     /// Packs `m` (`out × k`) k-major for the GEMM kernel.

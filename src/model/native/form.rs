@@ -7,6 +7,8 @@
 //! is computed once, by one layer, when a non-affine operator or a stage boundary needs the
 //! value (see `fold`).
 
+use super::budget::prod;
+
 /// Index of a leaf (see [`super::fold`]).
 pub(crate) type LeafId = usize;
 
@@ -98,6 +100,68 @@ impl Mat64 {
             }
         }
         out
+    }
+
+    /// Non-zero entries of each row.
+    fn row_nonzeros(&self) -> Vec<u64> {
+        let mut out = vec![0u64; self.rows];
+        for (r, row) in self.data.chunks_exact(self.cols.max(1)).enumerate() {
+            out[r] = row.iter().filter(|&&v| v != 0.0).count() as u64;
+        }
+        out
+    }
+
+    /// Non-zero entries of each column.
+    fn col_nonzeros(&self) -> Vec<u64> {
+        let mut out = vec![0u64; self.cols];
+        for row in self.data.chunks_exact(self.cols.max(1)) {
+            for (slot, &v) in out.iter_mut().zip(row) {
+                *slot += u64::from(v != 0.0);
+            }
+        }
+        out
+    }
+
+    /// What [`matmul`](Self::matmul) of `self · other` costs in budget operations (see
+    /// [`super::budget`]).
+    pub(crate) fn matmul_cost(&self, other: &Mat64) -> u64 {
+        self.product_cost(other.rows, other.cols, &other.row_nonzeros())
+    }
+
+    /// What `self · otherᵀ` costs (the product of a lookup table with a weight's transpose).
+    pub(crate) fn matmul_transposed_cost(&self, other: &Mat64) -> u64 {
+        self.product_cost(other.cols, other.rows, &other.col_nonzeros())
+    }
+
+    /// The cost of `self · B`, `B` of `rows × cols` with `row_nonzeros` non-zeros per row:
+    /// the numbers [`matmul`](Self::matmul) allocates, the multiply-adds it performs on the
+    /// path it takes, and one per entry of either operand it scans.
+    fn product_cost(&self, rows: usize, cols: usize, row_nonzeros: &[u64]) -> u64 {
+        let nonzero: u64 = row_nonzeros.iter().sum();
+        let sparse = nonzero.saturating_mul(4) < prod(rows, cols);
+        let mut macs = 0u64;
+        for row in self.data.chunks_exact(self.cols.max(1)) {
+            for (k, &a) in row.iter().enumerate() {
+                if a != 0.0 {
+                    let per = if sparse {
+                        row_nonzeros.get(k).copied().unwrap_or(0)
+                    } else {
+                        cols as u64
+                    };
+                    macs = macs.saturating_add(per);
+                }
+            }
+        }
+        // The lists of non-zeros hold (column, value) pairs: two numbers each.
+        let lists = if sparse {
+            nonzero.saturating_mul(2).saturating_add(rows as u64 + 1)
+        } else {
+            0
+        };
+        let scanned = prod(self.rows, self.cols).saturating_add(prod(rows, cols));
+        [scanned, macs, lists, prod(self.rows, cols)]
+            .iter()
+            .fold(0u64, |a, &b| a.saturating_add(b))
     }
 
     /// Rows `start..end`.
@@ -273,7 +337,7 @@ impl Form {
     }
 
     /// The forms side by side.
-    pub(crate) fn concat(parts: &[Form]) -> Form {
+    pub(crate) fn concat(parts: &[&Form]) -> Form {
         let width: usize = parts.iter().map(|f| f.width).sum();
         let mut out = Form {
             width,
@@ -306,15 +370,81 @@ impl Form {
     /// If the form is exactly one leaf (identity, zero bias, no lookups), that leaf.
     pub(crate) fn as_leaf(&self) -> Option<LeafId> {
         match (self.terms.as_slice(), self.lookups.is_empty()) {
-            ([(leaf, m)], true)
-                if self.bias.iter().all(|&b| b == 0.0)
-                    && m.rows == m.cols
-                    && *m == Mat64::identity(m.rows) =>
-            {
+            ([(leaf, m)], true) if self.bias.iter().all(|&b| b == 0.0) && m.is_identity() => {
                 Some(*leaf)
             }
             _ => None,
         }
+    }
+
+    // Budget costs (see `super::budget`): the numbers each operation allocates and the
+    // multiply-adds it performs, computed before it runs.
+
+    /// Numbers held: the bias, the coefficient matrices and the lookup tables.
+    pub(crate) fn size(&self) -> u64 {
+        let terms = self.terms.iter().map(|(_, m)| m.data.len() as u64);
+        let tables = self.lookups.iter().map(|lk| lk.table.data.len() as u64);
+        terms
+            .chain(tables)
+            .fold(self.bias.len() as u64, u64::saturating_add)
+    }
+
+    /// Cost of [`leaf`](Self::leaf) of `width` columns.
+    pub(crate) fn leaf_cost(width: usize) -> u64 {
+        prod(width, width).saturating_add(width as u64)
+    }
+
+    /// Cost of [`linear`](Self::linear) with `w`: its transpose, the bias (a multiply-add per
+    /// weight) and the products.
+    pub(crate) fn linear_cost(&self, w: &Mat64) -> u64 {
+        let mut cost = prod(w.rows, w.cols)
+            .saturating_mul(2)
+            .saturating_add(w.rows as u64);
+        for (_, m) in &self.terms {
+            cost = cost.saturating_add(w.matmul_cost(m));
+        }
+        for lk in &self.lookups {
+            cost = cost.saturating_add(lk.table.matmul_transposed_cost(w));
+        }
+        cost
+    }
+
+    /// Cost of [`slice`](Self::slice) to `start..end`.
+    pub(crate) fn slice_cost(&self, start: usize, end: usize) -> u64 {
+        let n = end.saturating_sub(start);
+        let terms = self.terms.iter().map(|(_, m)| prod(n, m.cols));
+        let tables = self.lookups.iter().map(|lk| prod(lk.table.rows, n));
+        terms.chain(tables).fold(n as u64, u64::saturating_add)
+    }
+
+    /// Cost of [`concat`](Self::concat) of `parts`: every part's terms and tables placed
+    /// into (and added to) blocks of the full width.
+    pub(crate) fn concat_cost(parts: &[&Form]) -> u64 {
+        let width = parts
+            .iter()
+            .fold(0u64, |w, f| w.saturating_add(f.width as u64));
+        let mut cost = width;
+        for f in parts {
+            for (_, m) in &f.terms {
+                let placed = width.saturating_mul(m.cols as u64);
+                cost = cost.saturating_add(placed.saturating_mul(2));
+            }
+            for lk in &f.lookups {
+                cost = cost.saturating_add(width.saturating_mul(lk.table.rows as u64));
+            }
+        }
+        cost
+    }
+}
+
+impl Mat64 {
+    /// Whether this is a square identity matrix.
+    fn is_identity(&self) -> bool {
+        self.rows == self.cols
+            && self.data.iter().enumerate().all(|(i, &v)| {
+                let diagonal = i / self.cols.max(1) == i % self.cols.max(1);
+                v == if diagonal { 1.0 } else { 0.0 }
+            })
     }
 }
 
@@ -349,7 +479,7 @@ mod tests {
         let fy = Form::leaf(1, 2);
         let table = Mat64::from_f32(2, 2, &[10.0, 20.0, 30.0, 40.0]);
         let lk = Form::lookup(0, 2, table, "t"); // x[2] = 0 → row 0
-        let cat = Form::concat(&[fx.clone(), lk, fy.clone()]); // width 7
+        let cat = Form::concat(&[&fx, &lk, &fy]); // width 7
         let w = Mat64::from_f32(
             2,
             7,

@@ -7,7 +7,9 @@
 //! an `ort` backend; a recognised graph with inconsistent weights is an error naming the node.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
+use super::budget::{prod, Budget};
 use super::ir::{Graph, Mat, Node, ValueId};
 use crate::error::{Error, Result};
 use crate::model::bundle::{tensor_to_f32, BundleFile};
@@ -22,15 +24,22 @@ pub(crate) enum Import {
     Unsupported(String, String),
 }
 
-/// A named graph value during import.
+/// A constant tensor, shared by every use of its name.
+#[derive(Debug)]
+struct Tensor<T> {
+    dims: Vec<usize>,
+    data: Vec<T>,
+}
+
+/// A named graph value during import (cheap to clone: constants are shared).
 #[derive(Debug, Clone)]
 enum Sym {
     /// A runtime batch `[N, width]`.
     Value(ValueId),
     /// A float constant (FLOAT, FLOAT16 or DOUBLE initializer, converted to f32).
-    Float { dims: Vec<usize>, data: Vec<f32> },
+    Float(Rc<Tensor<f32>>),
     /// An INT64 constant.
-    Int { dims: Vec<usize>, data: Vec<i64> },
+    Int(Rc<Tensor<i64>>),
     /// Column `col` of runtime value `x`, shape `[N]`, as float or cast to INT64.
     Column { x: ValueId, col: usize, int: bool },
 }
@@ -39,24 +48,34 @@ struct Importer<'a> {
     origin: &'a str,
     graph: Graph,
     syms: HashMap<String, Sym>,
+    budget: &'a Budget,
 }
 
-/// Imports `file`'s graph. `inputs` gives the width of every graph input, in any order
-/// (widths come from the model, not only from the file's declared shapes, which may be
+/// Imports `file`'s graph, charging `budget` for every number it allocates (constants,
+/// weights, and each value's row). `inputs` gives the width of every graph input, in any
+/// order (widths come from the model, not only from the file's declared shapes, which may be
 /// symbolic).
-pub(crate) fn import(file: &BundleFile, inputs: &[(&str, usize)]) -> Result<Import> {
+pub(crate) fn import(
+    file: &BundleFile,
+    inputs: &[(&str, usize)],
+    budget: &Budget,
+) -> Result<Import> {
     let g = file.graph();
     let mut imp = Importer {
         origin: &file.origin,
         graph: Graph::default(),
         syms: HashMap::new(),
+        budget,
     };
     for (i, t) in g.initializer.iter().enumerate() {
         let sym = match file.float_initializer(i) {
-            Some(spec) => Sym::Float {
-                dims: spec.dims.clone(),
-                data: spec.data.clone(),
-            },
+            Some(spec) => {
+                budget.charge(spec.data.len() as u64, &t.name)?;
+                Sym::Float(Rc::new(Tensor {
+                    dims: spec.dims.clone(),
+                    data: spec.data.clone(),
+                }))
+            }
             None => imp.constant(t)?,
         };
         imp.syms.insert(t.name.clone(), sym);
@@ -70,6 +89,7 @@ pub(crate) fn import(file: &BundleFile, inputs: &[(&str, usize)]) -> Result<Impo
                 ));
             }
         }
+        budget.charge(*width as u64, name)?;
         let id = imp
             .graph
             .push(Node::Input((*name).to_string()), *width, name);
@@ -144,10 +164,11 @@ impl Importer<'_> {
         match t.data_type {
             data_type::FLOAT | data_type::FLOAT16 | data_type::DOUBLE => {
                 let spec = tensor_to_f32(t, self.origin)?;
-                Ok(Sym::Float {
+                self.budget.charge(spec.data.len() as u64, &t.name)?;
+                Ok(Sym::Float(Rc::new(Tensor {
                     dims: spec.dims,
                     data: spec.data,
-                })
+                })))
             }
             data_type::INT64 => {
                 let key = || format!("{}: tensor '{}'", self.origin, t.name);
@@ -156,6 +177,16 @@ impl Importer<'_> {
                     .iter()
                     .map(|&d| usize::try_from(d).map_err(|_| Error::bundle(key(), "negative dim")))
                     .collect::<Result<Vec<_>>>()?;
+                let expected = dims
+                    .iter()
+                    .try_fold(1usize, |n, &d| n.checked_mul(d))
+                    .ok_or_else(|| Error::bundle(key(), format!("dims {dims:?} overflow")))?;
+                let found = if t.raw_data.is_empty() {
+                    t.int64_data.len()
+                } else {
+                    t.raw_data.len() / 8
+                };
+                self.budget.charge(found as u64, &t.name)?;
                 let data: Vec<i64> = if t.raw_data.is_empty() {
                     t.int64_data.clone()
                 } else {
@@ -170,14 +201,13 @@ impl Importer<'_> {
                         .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
                         .collect()
                 };
-                let expected: usize = dims.iter().product();
                 if data.len() != expected {
                     return Err(Error::bundle(
                         key(),
                         format!("dims {dims:?} need {expected} values, found {}", data.len()),
                     ));
                 }
-                Ok(Sym::Int { dims, data })
+                Ok(Sym::Int(Rc::new(Tensor { dims, data })))
             }
             other => Err(Error::bundle(
                 format!("{}: tensor '{}'", self.origin, t.name),
@@ -204,9 +234,24 @@ impl Importer<'_> {
         }
     }
 
-    fn push(&mut self, node: &NodeProto, n: Node, width: usize, label: &str) {
+    /// Adds a node whose output rows are `width` wide, charging the budget for its row and
+    /// `weights` numbers it holds. A value with no columns is not run natively.
+    fn push(
+        &mut self,
+        node: &NodeProto,
+        n: Node,
+        width: usize,
+        weights: u64,
+        label: &str,
+    ) -> Result<Step> {
+        self.budget
+            .charge((width as u64).saturating_add(weights), label)?;
+        if width == 0 {
+            return unsupported("a value with no columns");
+        }
         let id = self.graph.push(n, width, label);
         self.set(node, Sym::Value(id));
+        Ok(Step::Done)
     }
 
     fn node(&mut self, node: &NodeProto, label: &str) -> Result<Step> {
@@ -222,8 +267,7 @@ impl Importer<'_> {
                     return unsupported("Relu of a constant");
                 };
                 let w = self.graph.width(x);
-                self.push(node, Node::Relu(x), w, label);
-                Ok(Step::Done)
+                self.push(node, Node::Relu(x), w, 0, label)
             }
             "Concat" => self.concat(node, label),
             "Gather" => self.gather(node, label),
@@ -252,23 +296,25 @@ impl Importer<'_> {
         }
     }
 
-    /// A 2-D float constant as `(rows, cols, data)`.
-    fn matrix(&self, sym: &Sym) -> Option<(usize, usize, Vec<f32>)> {
+    /// A 2-D float constant.
+    fn matrix(&self, sym: &Sym) -> Option<Rc<Tensor<f32>>> {
         match sym {
-            Sym::Float { dims, data } if dims.len() == 2 => Some((dims[0], dims[1], data.clone())),
+            Sym::Float(t) if t.dims.len() == 2 => Some(Rc::clone(t)),
             _ => None,
         }
     }
 
     /// A bias constant broadcast to `width` (shape `[width]`, `[1, width]`, `[1]` or scalar).
     fn bias(&self, sym: &Sym, width: usize, label: &str) -> Result<Option<Vec<f32>>> {
-        let Sym::Float { dims, data } = sym else {
+        let Sym::Float(t) = sym else {
             return Ok(None);
         };
-        let n: usize = dims.iter().product();
+        let (dims, data) = (&t.dims, &t.data);
+        let n = data.len();
         if dims.len() > 2 || (dims.len() == 2 && dims[0] != 1) {
             return Ok(None);
         }
+        self.budget.charge(width as u64, label)?;
         if n == width {
             Ok(Some(data.clone()))
         } else if n == 1 {
@@ -288,9 +334,10 @@ impl Importer<'_> {
         if attr_int(node, "transA", 0) != 0 {
             return unsupported("Gemm with transA");
         }
-        let Some((r, c, data)) = self.matrix(&self.sym(node, 1, label)?) else {
+        let Some(t) = self.matrix(&self.sym(node, 1, label)?) else {
             return unsupported("Gemm whose B is not a 2-D constant");
         };
+        let (r, c) = (t.dims[0], t.dims[1]);
         let trans_b = attr_int(node, "transB", 0) != 0;
         let (outs, ins) = if trans_b { (r, c) } else { (c, r) };
         let width = self.graph.width(x);
@@ -301,10 +348,12 @@ impl Importer<'_> {
             ));
         }
         let alpha = attr_float(node, "alpha", 1.0);
+        // The weight's copy, and its transpose when stored `[in, out]`.
+        self.budget.charge(prod(r, c).saturating_mul(2), label)?;
         let mut w = if trans_b {
-            Mat::new(outs, ins, data)
+            Mat::new(outs, ins, t.data.clone())
         } else {
-            Mat::new(ins, outs, data).transposed()
+            Mat::new(ins, outs, t.data.clone()).transposed()
         };
         if alpha != 1.0 {
             w.data.iter_mut().for_each(|v| *v *= alpha);
@@ -323,17 +372,17 @@ impl Importer<'_> {
                 Some(b)
             }
         };
-        self.push(node, Node::Linear { x, w, b }, outs, label);
-        Ok(Step::Done)
+        self.push(node, Node::Linear { x, w, b }, outs, 0, label)
     }
 
     fn matmul(&mut self, node: &NodeProto, label: &str) -> Result<Step> {
         let Sym::Value(x) = self.sym(node, 0, label)? else {
             return unsupported("MatMul whose A is not a batch of rows");
         };
-        let Some((ins, outs, data)) = self.matrix(&self.sym(node, 1, label)?) else {
+        let Some(t) = self.matrix(&self.sym(node, 1, label)?) else {
             return unsupported("MatMul whose B is not a 2-D constant");
         };
+        let (ins, outs) = (t.dims[0], t.dims[1]);
         let width = self.graph.width(x);
         if ins != width {
             return Err(self.err(
@@ -341,9 +390,10 @@ impl Importer<'_> {
                 format!("weight takes {ins} inputs but its input has width {width}"),
             ));
         }
-        let w = Mat::new(ins, outs, data).transposed();
-        self.push(node, Node::Linear { x, w, b: None }, outs, label);
-        Ok(Step::Done)
+        self.budget
+            .charge(prod(ins, outs).saturating_mul(2), label)?;
+        let w = Mat::new(ins, outs, t.data.clone()).transposed();
+        self.push(node, Node::Linear { x, w, b: None }, outs, 0, label)
     }
 
     fn add(&mut self, node: &NodeProto, label: &str) -> Result<Step> {
@@ -355,18 +405,17 @@ impl Importer<'_> {
                 if wa != wb {
                     return unsupported(format!("Add of widths {wa} and {wb}"));
                 }
-                self.push(node, Node::Add(a, b), wa, label);
+                self.push(node, Node::Add(a, b), wa, 0, label)
             }
             (Sym::Value(x), c) | (c, Sym::Value(x)) => {
                 let w = self.graph.width(x);
                 let Some(bias) = self.bias(&c, w, label)? else {
                     return unsupported("Add of a constant that is not a row");
                 };
-                self.push(node, Node::Bias { x, b: bias }, w, label);
+                self.push(node, Node::Bias { x, b: bias }, w, 0, label)
             }
-            _ => return unsupported("Add of two constants"),
+            _ => unsupported("Add of two constants"),
         }
-        Ok(Step::Done)
     }
 
     fn concat(&mut self, node: &NodeProto, label: &str) -> Result<Step> {
@@ -381,9 +430,12 @@ impl Importer<'_> {
             };
             xs.push(x);
         }
-        let width = xs.iter().map(|&x| self.graph.width(x)).sum();
-        self.push(node, Node::Concat(xs), width, label);
-        Ok(Step::Done)
+        // Saturating: a sum past the budget fails in `push` before it is used.
+        let width = xs
+            .iter()
+            .fold(0usize, |w, &x| w.saturating_add(self.graph.width(x)));
+        let n = xs.len() as u64;
+        self.push(node, Node::Concat(xs), width, n, label)
     }
 
     fn gather(&mut self, node: &NodeProto, label: &str) -> Result<Step> {
@@ -392,9 +444,8 @@ impl Importer<'_> {
         let indices = self.sym(node, 1, label)?;
         match (data, indices) {
             // schedule[:, col]
-            (Sym::Value(x), Sym::Int { dims, data })
-                if dims.is_empty() && (axis == 1 || axis == -1) =>
-            {
+            (Sym::Value(x), Sym::Int(t)) if t.dims.is_empty() && (axis == 1 || axis == -1) => {
+                let data = &t.data;
                 let width = self.graph.width(x) as i64;
                 let col = if data[0] < 0 {
                     data[0] + width
@@ -418,15 +469,17 @@ impl Importer<'_> {
                 Ok(Step::Done)
             }
             // table[index]
-            (Sym::Float { dims, data }, Sym::Column { x, col, int: true })
-                if axis == 0 && dims.len() == 2 =>
+            (Sym::Float(t), Sym::Column { x, col, int: true })
+                if axis == 0 && t.dims.len() == 2 =>
             {
                 if !matches!(self.graph.node(x), Node::Input(_)) {
                     return unsupported("embedding lookup of a computed column");
                 }
-                let table = Mat::new(dims[0], dims[1], data);
-                self.push(node, Node::Lookup { x, col, table }, dims[1], label);
-                Ok(Step::Done)
+                let (rows, width) = (t.dims[0], t.dims[1]);
+                let weights = prod(rows, width);
+                self.budget.charge(weights, label)?;
+                let table = Mat::new(rows, width, t.data.clone());
+                self.push(node, Node::Lookup { x, col, table }, width, 0, label)
             }
             _ => {
                 unsupported("Gather other than a scalar column of the input or an embedding lookup")
@@ -440,9 +493,9 @@ impl Importer<'_> {
         let to = attr_int(node, "to", 0);
         let sym = self.sym(node, 0, label)?;
         let out = match (sym, to) {
-            (s @ (Sym::Float { .. } | Sym::Value(_)), TO_FLOAT) => s,
+            (s @ (Sym::Float(_) | Sym::Value(_)), TO_FLOAT) => s,
             (Sym::Column { x, col, .. }, TO_INT64) => Sym::Column { x, col, int: true },
-            (s @ Sym::Int { .. }, TO_INT64) => s,
+            (s @ Sym::Int(_), TO_INT64) => s,
             (_, to) => return unsupported(format!("Cast to data type {to}")),
         };
         self.set(node, out);
@@ -458,7 +511,7 @@ impl Importer<'_> {
                 return Ok(None);
             }
             match self.sym(node, i, label)? {
-                Sym::Int { data, .. } if data.len() == 1 => Ok(Some(data[0])),
+                Sym::Int(t) if t.data.len() == 1 => Ok(Some(t.data[0])),
                 _ => Ok(Some(i64::MIN)),
             }
         };
@@ -494,8 +547,8 @@ impl Importer<'_> {
                 end: e,
             },
             e - s,
+            0,
             label,
-        );
-        Ok(Step::Done)
+        )
     }
 }

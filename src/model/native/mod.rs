@@ -49,6 +49,7 @@
 //! in any batch, with any thread count, on every SIMD level (see [`crate::simd::gemm`] for the
 //! accumulation order; table sums and `u + v` are elementwise).
 
+mod budget;
 mod fold;
 mod form;
 mod import;
@@ -56,6 +57,7 @@ mod ir;
 mod program;
 mod tables;
 
+use budget::Budget;
 use fold::{compile, Compiled, Inputs};
 use import::{import, Import};
 pub(crate) use program::CandidateRows;
@@ -63,6 +65,7 @@ use program::{Program, Stage};
 
 use crate::error::{Error, Result};
 use crate::model::bundle::BundleFile;
+use crate::model::limits::BundleLimits;
 use crate::schedule::Schema;
 use crate::simd::gemm::padded;
 use crate::simd::SimdLevel;
@@ -100,8 +103,12 @@ fn unpad(rows: Vec<f32>, n: usize, width: usize) -> Vec<f32> {
         .collect()
 }
 
-fn imported(file: &BundleFile, inputs: &[(&str, usize)]) -> Result<Result<ir::Graph, Unsupported>> {
-    Ok(match import(file, inputs)? {
+fn imported(
+    file: &BundleFile,
+    inputs: &[(&str, usize)],
+    budget: &Budget,
+) -> Result<Result<ir::Graph, Unsupported>> {
+    Ok(match import(file, inputs, budget)? {
         Import::Graph(g) => Ok(g),
         Import::Unsupported(node, reason) => {
             Err((format!("{}: node '{node}'", file.origin), reason))
@@ -125,13 +132,16 @@ pub(crate) struct NativeMatrixEmbedder {
 
 impl NativeMatrixEmbedder {
     /// Compiles the matrix embedder file (inputs `conv_features` of width `conv`,
-    /// `shape_features` of width `shape`).
+    /// `shape_features` of width `shape`) within its load budget (see `budget`).
     pub(crate) fn compile(
         file: &BundleFile,
         conv: usize,
         shape: usize,
+        limits: &BundleLimits,
     ) -> Result<Result<Self, Unsupported>> {
-        let graph = match imported(file, &[("conv_features", conv), ("shape_features", shape)])? {
+        let budget = Budget::new(limits, &[file]);
+        let inputs = [("conv_features", conv), ("shape_features", shape)];
+        let graph = match imported(file, &inputs, &budget)? {
             Ok(g) => g,
             Err(u) => return Ok(Err(u)),
         };
@@ -145,6 +155,7 @@ impl NativeMatrixEmbedder {
             const_stage: Stage::Matrix,
             output_stage: None,
             origin: &file.origin,
+            budget: &budget,
         };
         let width = graph.width(graph.output);
         Ok(compiled(compile(&graph, &inputs)?, &file.origin).map(|prog| Self { prog, width }))
@@ -180,15 +191,18 @@ pub(crate) struct NativeHead {
 }
 
 impl NativeHead {
-    /// Compiles a head. `matrix_width` is the matrix embedding's width.
+    /// Compiles a head (`matrix_width` is the matrix embedding's width) within the load
+    /// budget of its two files (see `budget`).
     pub(crate) fn compile(
         schedule_embedder: &BundleFile,
         predictor: &BundleFile,
         schema: &Schema,
         matrix_width: usize,
+        limits: &BundleLimits,
     ) -> Result<Result<Self, Unsupported>> {
+        let budget = Budget::new(limits, &[schedule_embedder, predictor]);
         let d = schema.encoded_width();
-        let se = match imported(schedule_embedder, &[("schedule", d)])? {
+        let se = match imported(schedule_embedder, &[("schedule", d)], &budget)? {
             Ok(g) => g,
             Err(u) => return Ok(Err(u)),
         };
@@ -199,6 +213,7 @@ impl NativeHead {
                 ("matrix_embedding", matrix_width),
                 ("schedule_embedding", es),
             ],
+            &budget,
         )? {
             Ok(g) => g,
             Err(u) => return Ok(Err(u)),
@@ -226,6 +241,7 @@ impl NativeHead {
                 const_stage: Stage::Candidate,
                 output_stage: Some(Stage::Score),
                 origin: &origin,
+                budget: &budget,
             },
         )?;
         let head = match compiled(head, &origin) {
@@ -240,6 +256,7 @@ impl NativeHead {
                 const_stage: Stage::Candidate,
                 output_stage: None,
                 origin: &schedule_embedder.origin,
+                budget: &budget,
             },
         )?;
         let embedder = match compiled(embedder, &schedule_embedder.origin) {

@@ -14,6 +14,7 @@
 //! A row is `bias`, then the fields in schema order (positions ascending within a
 //! permutation), each added elementwise (integers with a fused multiply-add).
 
+use super::budget::prod;
 use super::form::{Lookup, Mat64};
 use crate::error::{Error, Result};
 use crate::schedule::{FieldKind, Schema};
@@ -156,6 +157,21 @@ impl FieldTables {
             )));
         }
         Ok(FieldTables { stride, fields })
+    }
+
+    /// What [`build`](Self::build) allocates at most, in numbers (see `super::budget`): a
+    /// table of `vocabulary` rows per choice field, `n²` rows per permutation of `n`
+    /// symbols, one row per integer field, each `stride` wide.
+    pub(crate) fn cost(schema: &Schema, stride: usize) -> u64 {
+        let rows = schema.fields().iter().fold(0u64, |rows, field| {
+            let n = match field.kind() {
+                FieldKind::Choice(ch) => ch.values().len() as u64,
+                FieldKind::Permutation(p) => prod(p.symbols().len(), p.symbols().len()),
+                FieldKind::Integer(_) => 1,
+            };
+            rows.saturating_add(n)
+        });
+        rows.saturating_mul(stride as u64)
     }
 
     /// Row additions per candidate (one per choice or integer field, `n` per permutation).
