@@ -77,6 +77,8 @@ def _scipy_format(m: Any) -> Optional[str]:
 
 
 def _embed(native: _native.Model, m: Any, name: Optional[str]) -> Matrix:
+    if isinstance(m, Matrix):
+        return m
     if isinstance(m, (str, os.PathLike)):
         path = os.fspath(m)
         stem = os.path.splitext(os.path.basename(path))[0]
@@ -187,7 +189,8 @@ class Model:
         - a path (``str`` or ``os.PathLike``) to a Matrix Market ``.mtx`` or WACO ``.csr``
           file;
         - a two-dimensional numpy array: its nonzero (or ``True``) entries, in any layout;
-        - a :class:`Matrix`, returned as it is.
+        - a :class:`Matrix`, returned as it is (one embedded by another model is refused
+          when it is used: :class:`InvalidArgumentError`).
 
         The call releases the GIL while the featurizer runs and returns at once on Ctrl-C
         (``KeyboardInterrupt``); the abandoned featurization finishes on its own thread.
@@ -274,8 +277,10 @@ class Model:
 
         Example:
             >>> space = model.prepare_space("taco", "spmm", (1000, 1000, 5000), max_split=4)
-            >>> space.name, len(space), space.line(space.default_index)
-            ('taco-spmm', 7776, '1 1 1 i1 i0 k1 k0 j1 j0 1 1 0 1 i1 48 32')
+            >>> space.name, len(space)  # 7,776 schedules, then TACO's CSR (chunk 32)
+            ('taco-spmm', 7777)
+            >>> space.line(space.default_index)
+            '1 1 1 i1 i0 k1 k0 j1 j0 1 1 0 1 i1 48 32'
         """
         dims: Optional[Tuple[int, int, int]] = None
         if isinstance(shape, Matrix):
@@ -308,12 +313,14 @@ class Model:
                 (prepared for the model's only head).
 
         Returns:
-            ``(scores, status)``: float32 scores in candidate order (NaN where the schema
-            rejects a line; which direction is better is the head's ``polarity``), and
-            :class:`Status` codes (only ``Status.VALID`` candidates are ranked).
+            ``(scores, status)``: float32 scores in candidate order (which direction is
+            better is the head's ``polarity``; NaN for a candidate that is not ranked, the
+            default excepted), and :class:`Status` codes (only ``Status.VALID`` candidates
+            are ranked).
 
         Example:
-            >>> scores, status = model.score("../shared/data/waco/matrices/cca.csr", cands)
+            >>> lines = ["16 256 1 k1 k0 i1 i0 j1 j0 1 0 0 0 i1 48 16", "not a schedule"]
+            >>> scores, status = model.score("../shared/data/waco/matrices/cca.csr", lines)
             >>> scores.dtype, bool(np.isnan(scores[1])), status.tolist()
             (dtype('float32'), True, [0, 3])
         """
@@ -359,10 +366,10 @@ class Model:
         Example:
             >>> space = model.prepare_space("taco", "spmm", max_split=4)
             >>> top = model.top_k("../shared/data/waco/matrices/cca.csr", space, 3)
-            >>> [e.rank for e in top[:3]], top[-1].is_default
-            ([1, 2, 3], True)
-            >>> top[0].toolchain.startswith("taco ")
-            True
+            >>> [(e.rank, e.is_default) for e in top]  # TACO's own CSR is predicted fastest
+            [(1, True), (2, False), (3, False)]
+            >>> print(top[1].toolchain)  # doctest: +ELLIPSIS
+            taco "C(i1,i0,j)=A(i1,i0,k)*B(k,j)" -f=C:ddd -f=A:dds ...
         """
         k = _count(k, "k")
         m = self.embed(matrix)
@@ -419,12 +426,13 @@ class Model:
             Every measurement, the fastest, the default's time and the speedup over it.
 
         Example:
+            >>> space = model.prepare_space("taco", "spmm", max_split=4)
             >>> def measure(program: str) -> float:
             ...     return 1.0 + len(program) % 7  # time `program` here
             >>> report = model.tune("../shared/data/waco/matrices/cca.csr", space, 3,
             ...                     measure=measure, strategy="top-k")
-            >>> len(report.measurements), report.speedup_over_default >= 1.0
-            (4, True)
+            >>> [m.ms for m in report.measurements], report.best_ms, report.speedup_over_default
+            ([7.0, 3.0, 2.0, 3.0], 2.0, 3.5)
         """
         if not callable(measure):
             raise TypeError("measure must be callable: measure(program: str) -> float")
@@ -472,8 +480,9 @@ class Model:
         Example:
             >>> report = model.eval("../shared/data/waco/collected/SpMM",
             ...                     "../shared/data/waco/matrices", min_tau=0.0)
-            >>> report.to_pandas().loc["Trec6_16x16_9", "candidates"] > 0
-            True
+            >>> frame = report.to_pandas()  # one row per matrix
+            >>> "Trec6_16x16_9" in frame.index, report.passed
+            (True, True)
         """
         out = self._native.eval(
             self._path, os.fspath(measured), os.fspath(matrices), head, default,

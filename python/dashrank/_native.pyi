@@ -5,6 +5,8 @@ from typing import Any, Dict, List, Optional, Tuple, final
 import numpy as np
 import numpy.typing as npt
 
+__all__ = ["Model", "Matrix", "Candidates", "Space", "_panic_check", "_error_check", "__version__"]
+
 __version__: str
 
 @final
@@ -134,3 +136,4 @@ class Model:
     ) -> Dict[str, Any]: ...
 
 def _panic_check(message: str) -> None: ...
+def _error_check(kind: str) -> None: ...

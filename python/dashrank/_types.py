@@ -52,7 +52,8 @@ class Scores(NamedTuple):
     """Every candidate's score and status, in candidate order (``scores, status = ...``)."""
 
     scores: npt.NDArray[np.float32]
-    """The model's scores; NaN for a candidate the schema rejects."""
+    """The model's scores; NaN for a candidate that is not ranked (rejected by the schema;
+    in a space also a duplicate or one invalid for the matrix), the default excepted."""
     status: npt.NDArray[np.int8]
     """:class:`Status` codes; only ``Status.VALID`` candidates are ranked."""
 
@@ -261,7 +262,10 @@ class TuneReport:
 
     def to_pandas(self) -> pandas.DataFrame:
         """One row per measurement, in the order taken (needs pandas)."""
-        return _pandas().DataFrame([dataclasses.asdict(m) for m in self.measurements])
+        frame: pandas.DataFrame = _pandas().DataFrame(
+            [dataclasses.asdict(m) for m in self.measurements]
+        )
+        return frame
 
 
 class EvalReport:
@@ -309,7 +313,8 @@ class EvalReport:
 
     def to_pandas(self) -> pandas.DataFrame:
         """One row per matrix, indexed by its name (needs pandas)."""
-        return _pandas().DataFrame(self._report["matrices"]).set_index("matrix")
+        frame: pandas.DataFrame = _pandas().DataFrame(self._report["matrices"])
+        return frame.set_index("matrix")
 
     def __repr__(self) -> str:
         verdict = "passed" if self.passed else f"{len(self.failures)} failures"

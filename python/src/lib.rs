@@ -25,6 +25,70 @@ fn _panic_check(message: &str) -> PyResult<()> {
     panic!("dashrank panic check: {message}")
 }
 
+/// Raises a sample error of the kind named `kind` (`Pattern`, `Bundle`, …, `Io`) through
+/// the same conversion as every call: the test suite checks each kind's class, attributes
+/// and message, including kinds no Python call can reach (`Executor`, `BackendUnavailable`,
+/// `LayoutTooLarge`).
+#[pyfunction]
+fn _error_check(kind: &str) -> PyResult<()> {
+    use dashrank::{Error, ErrorKind as K};
+    let s = |v: &str| v.to_owned();
+    let kind = match kind {
+        "Pattern" => K::Pattern {
+            line: Some(3),
+            reason: s("r"),
+        },
+        "Bundle" => K::Bundle {
+            key: s("k"),
+            reason: s("r"),
+        },
+        "UnsupportedVersion" => K::UnsupportedVersion {
+            found: 9,
+            min: 1,
+            max: 2,
+        },
+        "Featurize" => K::Featurize {
+            node: s("n"),
+            reason: s("r"),
+        },
+        "Schedule" => K::Schedule {
+            index: Some(2),
+            field: Some(s("f")),
+            value: Some(s("v")),
+            reason: s("r"),
+        },
+        "Executor" => K::Executor {
+            graph: s("g"),
+            reason: s("r"),
+        },
+        "BackendUnavailable" => K::BackendUnavailable {
+            backend: s("b"),
+            reason: s("r"),
+        },
+        "UnknownHead" => K::UnknownHead {
+            head: s("h"),
+            available: vec![s("a"), s("b")],
+        },
+        "UnsupportedKernel" => K::UnsupportedKernel {
+            target: s("t"),
+            kernel: s("k"),
+            supported: vec![s("spmm")],
+        },
+        "LayoutTooLarge" => K::LayoutTooLarge {
+            positions: 7,
+            limit: 5,
+            reason: s("r"),
+        },
+        "InvalidArgument" => K::InvalidArgument { reason: s("r") },
+        "Io" => K::Io {
+            path: Some("p".into()),
+            reason: s("r"),
+        },
+        other => return Err(errors::invalid(format!("no error kind '{other}'"))),
+    };
+    Err(errors::to_py(Error::new(kind)))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<model::NativeModel>()?;
@@ -32,6 +96,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<candidates::Candidates>()?;
     m.add_class::<candidates::Space>()?;
     m.add_function(wrap_pyfunction!(_panic_check, m)?)?;
+    m.add_function(wrap_pyfunction!(_error_check, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
