@@ -6,7 +6,7 @@ use std::error::Error as _;
 use dashrank::{Error, ErrorKind};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyDict;
+use pyo3::IntoPyObjectExt;
 
 /// A dashrank result as a Python result.
 pub(crate) trait OrPy<T> {
@@ -43,94 +43,77 @@ fn message(e: &Error) -> String {
     text
 }
 
+/// A kind's fields as `(attribute, value)` pairs.
+type Fields<'py> = Vec<(&'static str, Bound<'py, PyAny>)>;
+
 /// The class name in `dashrank._errors` and the attributes of a kind. A kind newer than this
 /// face is a plain `dashrank.Error`.
 fn class_and_fields<'py>(
     py: Python<'py>,
     kind: &ErrorKind,
-) -> PyResult<(&'static str, Bound<'py, PyDict>)> {
-    let f = PyDict::new(py);
-    let class = match kind {
+) -> PyResult<(&'static str, Fields<'py>)> {
+    macro_rules! fields {
+        ($($name:literal: $value:expr),*) => {
+            vec![$(($name, $value.into_bound_py_any(py)?)),*]
+        };
+    }
+    Ok(match kind {
         ErrorKind::Pattern { line, reason } => {
-            f.set_item("line", line)?;
-            f.set_item("reason", reason)?;
-            "PatternError"
+            ("PatternError", fields!("line": line, "reason": reason))
         }
-        ErrorKind::Bundle { key, reason } => {
-            f.set_item("key", key)?;
-            f.set_item("reason", reason)?;
-            "BundleError"
-        }
-        ErrorKind::UnsupportedVersion { found, min, max } => {
-            f.set_item("found", found)?;
-            f.set_item("min", min)?;
-            f.set_item("max", max)?;
-            "UnsupportedVersionError"
-        }
+        ErrorKind::Bundle { key, reason } => ("BundleError", fields!("key": key, "reason": reason)),
+        ErrorKind::UnsupportedVersion { found, min, max } => (
+            "UnsupportedVersionError",
+            fields!("found": found, "min": min, "max": max),
+        ),
         ErrorKind::Featurize { node, reason } => {
-            f.set_item("node", node)?;
-            f.set_item("reason", reason)?;
-            "FeaturizeError"
+            ("FeaturizeError", fields!("node": node, "reason": reason))
         }
         ErrorKind::Schedule {
             index,
             field,
             value,
             reason,
-        } => {
-            f.set_item("index", index)?;
-            f.set_item("field", field)?;
-            f.set_item("value", value)?;
-            f.set_item("reason", reason)?;
-            "ScheduleError"
-        }
+        } => (
+            "ScheduleError",
+            fields!("index": index, "field": field, "value": value, "reason": reason),
+        ),
         ErrorKind::Executor { graph, reason } => {
-            f.set_item("graph", graph)?;
-            f.set_item("reason", reason)?;
-            "ExecutorError"
+            ("ExecutorError", fields!("graph": graph, "reason": reason))
         }
-        ErrorKind::BackendUnavailable { backend, reason } => {
-            f.set_item("backend", backend)?;
-            f.set_item("reason", reason)?;
-            "BackendUnavailableError"
-        }
-        ErrorKind::UnknownHead { head, available } => {
-            f.set_item("head", head)?;
-            f.set_item("available", available)?;
-            "UnknownHeadError"
-        }
+        ErrorKind::BackendUnavailable { backend, reason } => (
+            "BackendUnavailableError",
+            fields!("backend": backend, "reason": reason),
+        ),
+        ErrorKind::UnknownHead { head, available } => (
+            "UnknownHeadError",
+            fields!("head": head, "available": available),
+        ),
         ErrorKind::UnsupportedKernel {
             target,
             kernel,
             supported,
-        } => {
-            f.set_item("target", target)?;
-            f.set_item("kernel", kernel)?;
-            f.set_item("supported", supported)?;
-            "UnsupportedKernelError"
-        }
+        } => (
+            "UnsupportedKernelError",
+            fields!("target": target, "kernel": kernel, "supported": supported),
+        ),
         ErrorKind::LayoutTooLarge {
             positions,
             limit,
             reason,
-        } => {
-            f.set_item("positions", positions)?;
-            f.set_item("limit", limit)?;
-            f.set_item("reason", reason)?;
-            "LayoutTooLargeError"
-        }
+        } => (
+            "LayoutTooLargeError",
+            fields!("positions": positions, "limit": limit, "reason": reason),
+        ),
         ErrorKind::InvalidArgument { reason } => {
-            f.set_item("reason", reason)?;
-            "InvalidArgumentError"
+            ("InvalidArgumentError", fields!("reason": reason))
         }
         ErrorKind::Io { path, reason } => {
-            f.set_item("path", path.as_ref().map(|p| p.display().to_string()))?;
-            f.set_item("reason", reason)?;
-            "IoError"
+            let path = path.as_ref().map(|p| p.display().to_string());
+            ("IoError", fields!("path": path, "reason": reason))
         }
-        _ => "Error",
-    };
-    Ok((class, f))
+        _ => ("Error", Vec::new()),
+    })
 }
 
 static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
@@ -153,8 +136,8 @@ fn build(py: Python<'_>, e: &Error, context: Option<&str>) -> PyResult<PyErr> {
         None => message(e),
     };
     let exception = module.bind(py).getattr(class)?.call1((text,))?;
-    for (name, value) in fields.iter() {
-        exception.setattr(name.cast::<pyo3::types::PyString>()?, value)?;
+    for (name, value) in fields {
+        exception.setattr(name, value)?;
     }
     Ok(PyErr::from_value(exception))
 }

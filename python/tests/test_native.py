@@ -274,3 +274,9 @@ def test_beside_tvm_ffi(tiny: dashrank.Model) -> None:
     with pytest.raises(BaseException, match="dashrank_panic_check"):
         mod.dashrank_panic_check("beside the wheel")
     assert tiny.score(m, lines).scores.tobytes() == scores.tobytes()
+    # Imported the other way round, in a process of its own.
+    code = ("import tvm_ffi, dashrank; m = dashrank.Model('tests/data/fixtures/tiny-waco-spmm'); "
+            "print(len(m.top_k('ffi-examples/data/band96.mtx', m.prepare_space('taco', "
+            "max_split=4), 2)))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.split() == ["3"], out.stderr
