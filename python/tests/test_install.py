@@ -4,10 +4,12 @@ real WACO SpMM model ranks a real matrix's schedules from scipy.sparse."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -46,6 +48,36 @@ def test_the_wheel_is_the_installed_package() -> None:
     requires = [l for l in meta.splitlines() if l.startswith("Requires-Dist:") and "extra ==" not in l]
     assert requires == ["Requires-Dist: numpy>=1.22"]
     assert "Requires-Python: >=3.9" in meta
+
+
+def interpreter(minor: int) -> Optional[str]:
+    """A working CPython 3.<minor>: under pyenv, or on PATH."""
+    pyenv = sorted(Path.home().glob(f".pyenv/versions/3.{minor}.*/bin/python3.{minor}"))
+    for python in [*map(str, reversed(pyenv)), shutil.which(f"python3.{minor}")]:
+        if python and subprocess.run([python, "-c", "import venv"], capture_output=True).returncode == 0:
+            return python
+    return None
+
+
+@pytest.mark.parametrize("minor", [9, 13])
+def test_one_wheel_for_every_cpython(minor: int, tmp_path: Path) -> None:
+    """abi3: the oldest supported CPython and a recent one load the same wheel."""
+    python = interpreter(minor)
+    if python is None:
+        pytest.skip(f"no CPython 3.{minor} on this machine")
+    venv = tmp_path / "venv"
+    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    py = str(venv / "bin" / "python")
+    subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    str(wheel())], check=True)
+    code = ("import sys, dashrank; m = dashrank.Model('tests/data/fixtures/tiny-cognate'); "
+            "top = m.top_k('ffi-examples/data/band96.mtx', m.prepare_space('spade', 'spmm'), 2); "
+            "print(sys.version_info[:2], [e.index for e in top])")
+    out = subprocess.run([py, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    here = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert out.stdout.split(")", 1)[1] == here.stdout.split(")", 1)[1]
+    assert out.stdout.startswith(f"(3, {minor})")
 
 
 def test_fresh_venv(real_data: Path, tmp_path: Path) -> None:
