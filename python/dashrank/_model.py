@@ -119,7 +119,9 @@ class Model:
 
     Args:
         path: The bundle directory.
-        threads: Threads for the featurizer and the dense graphs; None uses every core.
+        threads: Threads for the featurizer and the dense graphs; None uses every core
+            (concurrent calls share them); ``n`` gives the model a pool of ``n`` threads of
+            its own, which its concurrent calls share.
         deterministic: Run ONNX Runtime graphs on one thread (the native engine is
             bit-identical on any thread count either way).
         matrix_cache: How many matrix embeddings to keep, keyed by pattern; 0 disables it.
