@@ -45,7 +45,12 @@ pub(crate) fn run<'py>(
         max_top1_ape_percent,
     };
     thresholds.validate().py()?;
-    let head = model.info().head_or_only(args.head).py()?.name.clone();
+    let head = model
+        .info()
+        .select_head(args.head, None, None)
+        .py()?
+        .name
+        .clone();
     let files = find_measured_files(&args.measured, &args.matrices).py()?;
     let evaluator = Evaluator::new(model, &head, args.default).py()?;
     let results = py

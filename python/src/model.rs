@@ -184,7 +184,7 @@ impl NativeModel {
         head: Option<&str>,
     ) -> PyResult<Candidates> {
         let info = self.model.info();
-        let head = info.head_or_only(head).py()?.name.clone();
+        let head = info.select_head(head, None, None).py()?.name.clone();
         let set = py
             .detach(|| self.model.prepare_candidates(&head, &lines))
             .py()?;
@@ -209,7 +209,7 @@ impl NativeModel {
         let target: Target = target.parse().py()?;
         let kernel: Option<Kernel> = kernel.map(str::parse).transpose().py()?;
         let info = self.model.info();
-        let h = workflow::select_head(info, head, Some(target), kernel).py()?;
+        let h = info.select_head(head, Some(target), kernel).py()?;
         let options = SpaceOptions {
             feat_size,
             ..SpaceOptions::default()

@@ -44,7 +44,8 @@ def test_prepare_lines(spmm: dashrank.Model) -> None:
 
 
 def test_several_heads_need_a_name(cognate: dashrank.Model) -> None:
-    with pytest.raises(dashrank.InvalidArgumentError, match="the model has 4 heads; choose one"):
+    with pytest.raises(dashrank.InvalidArgumentError,
+                       match="the model has 4 heads for any target; choose one"):
         cognate.prepare(["x"])
     assert len(cognate.prepare(["x"], head="spade/spmm")) == 1
 
