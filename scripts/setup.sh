@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One-time set-up, safe to re-run: Python venv with the exporter (PyPI packages only) and the
-# WACO checkpoints in ../shared converted to dashrank bundles under models/.
+# One-time set-up, safe to re-run: Python venv with the exporter (PyPI packages only), the
+# WACO checkpoints in ../shared converted to dashrank bundles under models/, and the dashrank
+# wheel (python/) built and installed (scripts/python.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARED=${DASHRANK_SHARED:-../shared}
@@ -27,10 +28,13 @@ if [ -d "$SHARED/data/waco/weights" ]; then
        || [ -n "$(find onnx/dashrank_onnx -newer "$out/.converted" -name '*.py' 2>/dev/null)" ]; then
       echo "== converting $ckpt -> $out"
       rm -rf "$out"
-      .venv/bin/python -m dashrank_onnx.convert_waco --checkpoint "$ckpt" --kernel "$kernel" --out "$out"
+      .venv/bin/dashrank-export waco --checkpoint "$ckpt" --kernel "$kernel" --out "$out"
       touch "$out/.converted"
     fi
   done
 else
   echo "note: $SHARED/data/waco not found; real-model bundles not converted"
 fi
+
+# The dashrank wheel, built once (release) and installed into .venv with its test packages.
+bash scripts/python.sh > /dev/null

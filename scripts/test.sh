@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command 2: the whole test suite (Python exporter; Rust on the native engine on every
-# SIMD path, then on tract and ONNX Runtime; C/C++ ABI; TVM), plus format and lint gates.
+# SIMD path, then on tract and ONNX Runtime; C/C++ ABI; TVM; the Python wheel), plus format
+# and lint gates.
 # Installs what it needs through scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +17,9 @@ cargo fmt --all -- --check
 # fast debug tests), proc macros and build-script dependencies included: at opt-level 0 the
 # three passes take half the time (2.5 min instead of 5 on a 2-core Zen 3).
 lint_o0=(--config 'profile.dev.package."*".opt-level=0')
-# The TVM crate is linted in scripts/tvm.sh (its build needs tvm-ffi-config).
-ws=(--workspace --exclude dashrank-tvm)
+# The TVM crate is linted in scripts/tvm.sh (its build needs tvm-ffi-config), the Python
+# crate in the Python package section (setup.sh built its wheel).
+ws=(--workspace --exclude dashrank-tvm --exclude dashrank-python)
 cargo clippy --quiet "${ws[@]}" --all-targets "${lint_o0[@]}" -- -D warnings
 cargo clippy --quiet "${ws[@]}" --all-targets --features dashrank/tract,dashrank-cli/tract "${lint_o0[@]}" -- -D warnings
 cargo clippy --quiet "${ws[@]}" --all-targets --features dashrank/onnxruntime,dashrank-cli/onnxruntime "${lint_o0[@]}" -- -D warnings
@@ -140,6 +142,13 @@ bash scripts/fuzz.sh --time 15 --jobs 2
 
 section "TVM FFI module: tvm_ffi.load_module from Python ranks SparseTIR configurations"
 CARGO_TARGET_DIR=target bash scripts/tvm.sh
+
+section "Python package: the wheel setup.sh installed (every function, matrix form and error class, GIL, Ctrl-C, TVM FFI beside it, docs walk-through, mypy --strict, fresh venv)"
+PYO3_PYTHON=$PWD/.venv/bin/python cargo clippy --quiet -p dashrank-python --all-targets "${lint_o0[@]}" -- -D warnings
+# Scores are compared with this build's CLI and TVM module; the walk-through tunes through the
+# TACO measurer when the TACO section built it.
+DASHRANK_CLI=target/release/dashrank DASHRANK_TVM_LIB=target/release/libdashrank_tvm.so \
+  .venv/bin/python -m pytest python/tests -q
 
 section "Rust tests, ONNX Runtime backend (libonnxruntime from the onnxruntime wheel)"
 # Every test that loads a model through the Rust API runs here on ONNX Runtime; the ones

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! select_head / head_for_space ─► prepare(model, head, AnySpace, shape) ─► SpaceCandidates<AnyConfig>
-//!      top_k_runnable / Model::top_k_with_default ─► SpaceRankReport (lines + toolchain text)
+//!      top_k_runnable(_with) / Model::top_k_with_default ─► SpaceRankReport (lines + toolchain text)
 //!      tune::tune(…, ToolchainOps, TuneOptions, measurer) ─► Tuned ─► TuneReport
 //! ```
 //!
@@ -137,28 +137,34 @@ pub fn top_k_runnable<C: crate::rank::SpaceConfig>(
     k: usize,
     ops: &dyn crate::tune::CandidateOps,
 ) -> Result<(crate::rank::SpaceTopK, Vec<crate::tune::Skipped>)> {
+    top_k_runnable_with(model, matrix, candidates, k, ops, false)
+}
+
+/// [`top_k_runnable`]; with `distinct`, a candidate whose program ([`CandidateOps::key`]:
+/// for TACO, its rendered program) a better-ranked reported candidate already has is passed
+/// over too, as [`TuneOptions::distinct`](crate::tune::TuneOptions::distinct) does when
+/// tuning. The default is reported either way.
+///
+/// [`CandidateOps::key`]: crate::tune::CandidateOps::key
+///
+/// # Errors
+///
+/// As [`Model::top_k_with_default`].
+pub fn top_k_runnable_with<C: crate::rank::SpaceConfig>(
+    model: &Model,
+    matrix: &crate::model::MatrixEmbedding,
+    candidates: &SpaceCandidates<C>,
+    k: usize,
+    ops: &dyn crate::tune::CandidateOps,
+    distinct: bool,
+) -> Result<(crate::rank::SpaceTopK, Vec<crate::tune::Skipped>)> {
     let mut want = k;
     loop {
         let mut top = model.top_k_with_default(matrix, candidates, want)?;
-        let refused: Vec<crate::tune::Skipped> = top
-            .top()
-            .iter()
-            .filter_map(|e| {
-                ops.refuse(e.index).map(|reason| crate::tune::Skipped {
-                    index: e.index,
-                    reason,
-                })
-            })
-            .collect();
+        let (kept, passed) = pass_over(top.top(), k, ops, distinct);
         let exhausted = top.top_len < want;
-        if top.top_len - refused.len() >= k || exhausted {
+        if kept.len() >= k || exhausted {
             let default = *top.default_entry();
-            let kept: Vec<_> = top.entries[..top.top_len]
-                .iter()
-                .filter(|e| !refused.iter().any(|r| r.index == e.index))
-                .take(k)
-                .cloned()
-                .collect();
             top.top_len = kept.len();
             top.entries = kept;
             top.default_position = match top.entries.iter().position(|e| e.is_default) {
@@ -168,10 +174,54 @@ pub fn top_k_runnable<C: crate::rank::SpaceConfig>(
                     top.entries.len() - 1
                 }
             };
-            return Ok((top, refused));
+            return Ok((top, passed));
         }
-        want = want.saturating_mul(2).saturating_add(refused.len());
+        want = want.saturating_mul(2).saturating_add(passed.len());
     }
+}
+
+/// The first `k` of `ranked` that `ops` lets run (and, with `distinct`, whose program no
+/// earlier kept one has), and the ones passed over: every refused one, and the programs
+/// already kept met before the `k`-th was found.
+fn pass_over(
+    ranked: &[crate::rank::SpaceRanked],
+    k: usize,
+    ops: &dyn crate::tune::CandidateOps,
+    distinct: bool,
+) -> (Vec<crate::rank::SpaceRanked>, Vec<crate::tune::Skipped>) {
+    let mut kept = Vec::new();
+    let mut passed = Vec::new();
+    let mut keys = std::collections::HashMap::new();
+    for e in ranked {
+        let skip = |reason| crate::tune::Skipped {
+            index: e.index,
+            reason,
+        };
+        if let Some(why) = ops.refuse(e.index) {
+            passed.push(skip(why));
+            continue;
+        }
+        if kept.len() == k {
+            continue;
+        }
+        if distinct {
+            match ops.key(e.index) {
+                Err(err) => {
+                    passed.push(skip(err.to_string()));
+                    continue;
+                }
+                Ok(key) => {
+                    if let Some(of) = keys.get(&key) {
+                        passed.push(skip(format!("the same program as candidate {of}")));
+                        continue;
+                    }
+                    keys.insert(key, e.index);
+                }
+            }
+        }
+        kept.push(*e);
+    }
+    (kept, passed)
 }
 
 /// The head for `space` and the space in the line form that head parses.

@@ -107,3 +107,51 @@ fn waco_heads_take_native_lines() {
         "1 1 1 i1 i0 k1 k0 j1 j0 1 1 0 1 i1 48 32"
     );
 }
+
+#[test]
+fn distinct_top_k_passes_over_repeated_programs() {
+    use crate::tune::{CandidateOps, ToolchainOps};
+    let model = Model::load(
+        "tests/data/fixtures/tiny-waco-spmm",
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let pattern = banded(64);
+    let space = AnySpace::from(small_taco());
+    let cands = prepare(&model, None, &space, &MatrixShape::from(&pattern)).unwrap();
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    let ops = ToolchainOps::new(&cands, "band").with_pattern(&pattern);
+    let k = 40;
+    let (plain, _) = top_k_runnable_with(&model, &matrix, &cands, k, &ops, false).unwrap();
+    assert_eq!(
+        plain,
+        top_k_runnable(&model, &matrix, &cands, k, &ops).unwrap().0
+    );
+    let (distinct, passed) = top_k_runnable_with(&model, &matrix, &cands, k, &ops, true).unwrap();
+    let programs = |t: &crate::rank::SpaceTopK| -> Vec<String> {
+        t.top()
+            .iter()
+            .map(|e| ops.render(e.index).unwrap())
+            .collect()
+    };
+    let unique = |p: &[String]| p.iter().collect::<std::collections::HashSet<_>>().len();
+    let (p, d) = (programs(&plain), programs(&distinct));
+    assert!(unique(&p) < k, "the plain top {k} repeats programs");
+    assert_eq!((d.len(), unique(&d)), (k, k));
+    // The model's order is kept, and the default is still reported.
+    assert!(distinct.top().windows(2).all(|w| w[0].rank < w[1].rank));
+    assert!(distinct.default_entry().is_default);
+    // Each repeat passed over names a kept candidate with the same program.
+    let repeats: Vec<_> = passed
+        .iter()
+        .filter_map(|s| {
+            let of = s.reason.strip_prefix("the same program as candidate ")?;
+            Some((s.index, of.parse::<usize>().unwrap()))
+        })
+        .collect();
+    assert!(!repeats.is_empty());
+    for (index, of) in repeats {
+        assert!(distinct.top().iter().any(|e| e.index == of));
+        assert_eq!(ops.render(index).unwrap(), ops.render(of).unwrap());
+    }
+}
