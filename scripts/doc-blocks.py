@@ -26,7 +26,8 @@ the working directory and exported variables carry over from block to block. The
 scratch copy of the checkout (the files git tracks, as they are in the work tree), with
 `../shared` beside it, `target/` linked to the checkout's cargo target directory (builds are
 reused) and `.venv` and `models/` to the checkout's (the models directory is a scratch
-directory of links, so a block may add or remove bundles). Each file gets its own copy.
+directory of links, so a block may add or remove bundles). Each file gets a fresh copy, always
+at the same path (so cargo's records of what it built stay valid and nothing is rebuilt).
 
   python3 scripts/doc-blocks.py [--slurm] [--scratch DIR] FILE.md...
 
@@ -190,7 +191,7 @@ class Workflow:
     def __init__(self, doc, scratch, env, log):
         self.jobs = doc.get("jobs", doc)
         self.scratch, self.env, self.log = scratch, env, log
-        self.artifacts = os.path.join(scratch.root + "-artifacts")
+        self.artifacts = scratch.root + "-artifacts"
 
     def order(self):
         done, order = set(), []
@@ -338,8 +339,7 @@ class Runner:
 
     def run_file(self, path):
         blocks = parse(path)
-        slug = re.sub(r"[^A-Za-z0-9]+", "-", os.path.relpath(path, self.checkout)).strip("-")
-        scratch = Scratch(self.checkout, os.path.join(self.scratch_root, slug), self.shared, self.target)
+        scratch = Scratch(self.checkout, self.scratch_root, self.shared, self.target)
         scratch.reset()
         shell = Shell(scratch.repo, self.env(scratch))
         last = None  # (block, status, output) of the last command block run
@@ -403,9 +403,10 @@ class Runner:
             return None
         import yaml
         start = time.time()
-        wf = Workflow(yaml.safe_load(b.text), Scratch(self.checkout, scratch.root + "-ci", self.shared, self.target),
-                      shell.env, print)
+        wf = Workflow(yaml.safe_load(b.text), scratch, shell.env, print)
         ok = wf.run()
+        scratch.reset()  # the jobs' workspace was the scratch copy: the next block gets a fresh one
+        shell.cwd = scratch.repo
         self.result(b, "ok" if ok else "FAIL", "passed" if ok else "failed", time.time() - start, "CI workflow")
         return None
 

@@ -19,7 +19,7 @@ if [ ! -d "$SHARED/data/waco/collected/SpMM" ] || [ ! -d models/waco-spmm ]; the
 fi
 target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 cluster=$target/slurm/cluster
-scratch=$target/slurm/docs
+scratch=$target/doc-blocks        # the scratch copy scripts/doc-test.sh uses: builds are reused
 status=0
 conf=$(bash scripts/slurm-cluster.sh start "$cluster") || status=$?
 if [ $status -eq 3 ]; then
@@ -37,7 +37,7 @@ PY=.venv/bin/python
 "$PY" scripts/doc-blocks.py --slurm --scratch "$scratch" docs/scale-out.md
 
 echo "== shard work against the partial reports"
-"$PY" - "$scratch/docs-scale-out-md/repo" <<'PY'
+"$PY" - "$scratch/repo" <<'PY'
 import glob, json, os, re, sys
 repo = sys.argv[1]
 parts = glob.glob(os.path.join(repo, "parts", "*", "part-*.json"))

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # README command 2: the whole test suite (Python exporter; Rust on the native engine on every
-# SIMD path, then on tract and ONNX Runtime; C/C++ ABI; TVM), plus format and lint gates.
+# SIMD path, then on tract and ONNX Runtime; C/C++ ABI installed with cargo-c, through
+# pkg-config and CMake; TVM; crates ready to publish; a Slurm array on a real single-node
+# Slurm; every command block of the docs), plus format and lint gates.
 # Installs what it needs through scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +24,9 @@ cargo clippy --quiet "${ws[@]}" --all-targets "${lint_o0[@]}" -- -D warnings
 cargo clippy --quiet "${ws[@]}" --all-targets --features dashrank/tract,dashrank-cli/tract "${lint_o0[@]}" -- -D warnings
 cargo clippy --quiet "${ws[@]}" --all-targets --features dashrank/onnxruntime,dashrank-cli/onnxruntime "${lint_o0[@]}" -- -D warnings
 
-# The cargo tools of later sections (cbindgen, cargo-fuzz) build from crates.io in the
+# The cargo tools of later sections (cbindgen, cargo-c, cargo-fuzz) build from crates.io in the
 # background while the Python sections leave a core idle; waited for before the C ABI section.
+# (cargo-c, once per machine, is the long one: it builds cargo itself.)
 mkdir -p target
 bash scripts/tools.sh > target/tools.log 2>&1 &
 tools_pid=$!
@@ -127,7 +130,7 @@ else
   exit $taco_status
 fi
 
-section "C ABI: header, SONAME, C/C++ examples, valgrind, ASan"
+section "C ABI: cargo cinstall into a prefix (SONAME, headers, no TVM), C/C++ examples through pkg-config and CMake, valgrind, ASan"
 wait "$tools_pid" || { cat target/tools.log; echo "error: installing cargo tools failed" >&2; exit 1; }
 cat target/tools.log
 bash scripts/ffi.sh
@@ -140,6 +143,15 @@ bash scripts/fuzz.sh --time 15 --jobs 2
 
 section "TVM FFI module: tvm_ffi.load_module from Python ranks SparseTIR configurations"
 CARGO_TARGET_DIR=target bash scripts/tvm.sh
+
+section "crates ready to publish: manifests, package lists, cargo publish --workspace --dry-run, docs as docs.rs builds them"
+bash scripts/publish-check.sh
+
+section "Slurm: eval --shard auto as an sbatch array on a single-node cluster, dependent merge == unsharded run"
+bash scripts/slurm-test.sh
+
+section "docs: every command block of README.md and docs/*.md, run as written (outputs compared, CI workflows run)"
+bash scripts/doc-test.sh
 
 section "Rust tests, ONNX Runtime backend (libonnxruntime from the onnxruntime wheel)"
 # Every test that loads a model through the Rust API runs here on ONNX Runtime; the ones
