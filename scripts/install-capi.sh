@@ -25,7 +25,11 @@ for arg in "$@"; do
   case "$arg" in --libdir | --libdir=*) libdir=() ;; esac
 done
 bash scripts/tools.sh cargo-c
-cargo cinstall -p dashrank-capi --release --locked --prefix "$prefix" "${libdir[@]}" "$@"
+# A target directory of its own: cargo-c builds with its own settings, and sharing the
+# build scripts and proc macros of target/release with plain cargo builds would make each
+# rebuild everything after the other.
+target=$(realpath -m "${CARGO_TARGET_DIR:-target}")/cinstall
+cargo cinstall -p dashrank-capi --release --locked --target-dir "$target" --prefix "$prefix" "${libdir[@]}" "$@"
 abi=$(sed -n 's/^#define DASHRANK_ABI_VERSION \([0-9]*\)$/\1/p' include/dashrank.h)
 version=$(sed -n 's/^#define DASHRANK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' include/dashrank.h | paste -sd.)
 echo "installed dashrank $version (C ABI $abi) into $prefix"
