@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# C ABI gate (run after scripts/setup.sh): builds the release library, checks that the
-# committed header is current and the SONAME tracks the ABI, installs the C API into a
-# staging prefix, then builds the C and C++ examples and the threaded C test through
-# pkg-config and runs them plainly, under valgrind, and under AddressSanitizer (static lib).
+# C ABI gate (run after scripts/setup.sh): checks that the committed header is current,
+# installs the C API into a staging prefix with cargo-c (scripts/install-capi.sh) and checks
+# what was installed (scripts/check-install.sh: files, SONAME, no TVM), then builds the C and
+# C++ examples and the threaded C test through pkg-config and runs them plainly, under
+# valgrind, and under AddressSanitizer (static lib), and the CMake example
+# (ffi-examples/cmake, find_package) against the same prefix.
 # The C TACO driver ranks WACO's whole SpMM space for a real matrix and tunes it through stock
 # TACO with a C callback (when scripts/taco-tools.sh built the measurer); under valgrind and
 # ASan the space is cut (MAX_SPLIT) to keep the runs short.
@@ -26,21 +28,14 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
 fi
 
-echo "== release library"
-cargo build --release -p dashrank-capi
-
 echo "== header is current"
 bash scripts/gen-header.sh --check
 
-echo "== SONAME"
-abi=$(sed -n 's/^#define DASHRANK_ABI_VERSION \([0-9]*\)$/\1/p' include/dashrank.h)
-soname=$(readelf -d target/release/libdashrank_capi.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-echo "libdashrank_capi.so (installed as libdashrank.so) SONAME: $soname (ABI $abi)"
-[ "$soname" = "libdashrank.so.$abi" ] || { echo "error: SONAME does not track DASHRANK_ABI_VERSION" >&2; exit 1; }
-
-echo "== install into $PREFIX"
+echo "== cargo cinstall into $PREFIX"
 rm -rf "$PREFIX"
-bash scripts/install-capi.sh --no-build "$PREFIX"
+bash scripts/install-capi.sh "$PREFIX"
+bash scripts/check-install.sh "$PREFIX"
+abi=$(sed -n 's/^#define DASHRANK_ABI_VERSION \([0-9]*\)$/\1/p' include/dashrank.h)
 export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
 CFLAGS_DR=$(pkg-config --cflags dashrank)
 LIBS_DR=$(pkg-config --libs dashrank)
@@ -116,6 +111,56 @@ $OUT/space_test $COGNATE $SMALL
 echo "== C: misuse suite (NULLs, buffers, lifetimes, bad values; 8 threads x 1000 calls)"
 FIXTURE=tests/data/fixtures/tiny-waco-spmm
 $OUT/misuse $MODEL $FIXTURE 8 1000
+
+echo "== CMake: find_package(dashrank CONFIG) from the prefix; C (shared, static) and C++"
+command -v cmake >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake; }
+cmake_example() { # PREFIX BUILD-DIR: configures and builds ffi-examples/cmake against PREFIX
+  rm -rf "$2"
+  cmake -S ffi-examples/cmake -B "$2" -DCMAKE_PREFIX_PATH="$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$2.log" \
+    || { cat "$2.log"; return 1; }
+  grep -- "-- dashrank" "$2.log"
+  cmake --build "$2" > "$2.build.log" 2>&1 || { cat "$2.build.log"; return 1; }
+}
+cmake_example "$PREFIX" "$OUT/cmake"
+# The same ranking from every build: the C example shared and static, the C++ one (CMake), and
+# the C++ one built through pkg-config above.
+$OUT/rank_cpp $MODEL "$REAL_CSR" "$REAL_LINES" 5 | grep '^#' > "$OUT/top-pkgconfig.txt"
+for exe in rank_c rank_c_static rank_cpp; do
+  "$OUT/cmake/$exe" $MODEL "$REAL_CSR" "$REAL_LINES" 5 | grep '^#' > "$OUT/top-$exe.txt"
+  cmp "$OUT/top-pkgconfig.txt" "$OUT/top-$exe.txt" \
+    || { echo "error: $exe (CMake) ranks differently from rank_cpp (pkg-config)" >&2; exit 1; }
+done
+[ -s "$OUT/top-pkgconfig.txt" ] || { echo "error: the examples ranked nothing" >&2; exit 1; }
+readelf -d "$OUT/cmake/rank_c" | grep -q "NEEDED.*\[libdashrank.so.$abi\]" \
+  || { echo "error: rank_c does not load libdashrank.so.$abi" >&2; exit 1; }
+if readelf -d "$OUT/cmake/rank_c_static" | grep -q "NEEDED.*libdashrank"; then
+  echo "error: rank_c_static loads libdashrank: dashrank::dashrank_static is not the archive" >&2; exit 1
+fi
+echo "CMake: rank_c (libdashrank.so.$abi), rank_c_static (libdashrank.a) and rank_cpp rank as pkg-config's build"
+# Relocatable: the package found from a copy of the prefix points into the copy; a multiarch
+# libdir (cargo-c's default on Debian) is found too; a newer version than installed is refused.
+moved=$PWD/$OUT/moved
+rm -rf "$moved" && cp -a "$PREFIX" "$moved"
+cmake_example "$moved" "$OUT/cmake-moved" | grep -q "$moved/lib/libdashrank.so" \
+  || { echo "error: the CMake package of a moved prefix does not point into it" >&2; exit 1; }
+multiarch=$(gcc -print-multiarch)
+if [ -n "$multiarch" ]; then
+  ma=$PWD/$OUT/multiarch
+  rm -rf "$ma" && mkdir -p "$ma/lib/$multiarch"
+  cp -a "$PREFIX/include" "$PREFIX/share" "$ma/"
+  cp -a "$PREFIX/lib/." "$ma/lib/$multiarch/"
+  cmake_example "$ma" "$OUT/cmake-multiarch" | grep -q "lib/$multiarch/libdashrank.so" \
+    || { echo "error: the CMake package does not find the library in lib/$multiarch" >&2; exit 1; }
+  "$OUT/cmake-multiarch/rank_c_static" $MODEL "$REAL_CSR" "$REAL_LINES" 5 | grep '^#' | cmp - "$OUT/top-pkgconfig.txt"
+fi
+mkdir -p "$OUT/cmake-version"
+printf 'cmake_minimum_required(VERSION 3.16)\nproject(v NONE)\nfind_package(dashrank 0.99 CONFIG REQUIRED)\n' \
+  > "$OUT/cmake-version/CMakeLists.txt"
+if cmake -S "$OUT/cmake-version" -B "$OUT/cmake-version/build" -DCMAKE_PREFIX_PATH="$PREFIX" > "$OUT/cmake-version.log" 2>&1; then
+  echo "error: find_package(dashrank 0.99) accepted the installed 0.x" >&2; exit 1
+fi
+grep -q "version: 0\." "$OUT/cmake-version.log" || { cat "$OUT/cmake-version.log"; exit 1; }
+echo "CMake: relocatable, multiarch libdir found, find_package(dashrank 0.99) refused"
 
 VG="valgrind -q --error-exitcode=1 --leak-check=full --suppressions=ffi-examples/valgrind.supp"
 echo "== valgrind"

@@ -1,24 +1,35 @@
 #!/usr/bin/env bash
-# Installs the C API into PREFIX (default /usr/local): include/dashrank.h, the C++ headers
-# dashrank.hpp and dashrank_taco.hpp (the latter needs TACO's headers and libtaco),
-# lib/libdashrank.so.<ABI> (+ libdashrank.so symlink), lib/libdashrank.a and
-# lib/pkgconfig/dashrank.pc. Builds the release library first unless --no-build.
-#   bash scripts/install-capi.sh [--no-build] [PREFIX]
+# Installs the C API into PREFIX (default /usr/local) with cargo-c, built from this checkout's
+# sources (never a library left in target/ by another build, e.g. one with other features):
+#   lib/libdashrank.so.<ABI>.0.0, its links libdashrank.so.<ABI> (the SONAME) and libdashrank.so,
+#   lib/libdashrank.a, lib/pkgconfig/dashrank.pc,
+#   include/dashrank.h, dashrank.hpp (C++ RAII) and dashrank_taco.hpp (needs TACO),
+#   share/dashrank/cmake/dashrankConfig.cmake + dashrankConfigVersion.cmake (find_package).
+# The same as `cargo cinstall -p dashrank-capi --release --locked --prefix PREFIX --libdir lib`
+# (capi/Cargo.toml's [package.metadata.capi] says what goes where); extra arguments go to
+# cargo cinstall (e.g. --libdir lib/x86_64-linux-gnu, --destdir DIR, --features tract).
+# Installs the pinned cargo-c first when it is missing (scripts/tools.sh).
+#
+#   bash scripts/install-capi.sh [PREFIX] [CARGO-CINSTALL-ARGS...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=1
-if [ "${1:-}" = "--no-build" ]; then build=0; shift; fi
+if [ "${1:-}" = "--no-build" ]; then
+  echo "error: --no-build is gone: it installed whatever target/ held (a stale library, or one" \
+    "built with other features); cargo cinstall rebuilds only what changed" >&2
+  exit 1
+fi
 prefix=$(realpath -m "${1:-/usr/local}")
-if [ $build = 1 ]; then cargo build --release -p dashrank-capi; fi
+shift || true
+libdir=(--libdir lib)
+for arg in "$@"; do
+  case "$arg" in --libdir | --libdir=*) libdir=() ;; esac
+done
+bash scripts/tools.sh cargo-c
+# A target directory of its own: cargo-c builds with its own settings, and sharing the
+# build scripts and proc macros of target/release with plain cargo builds would make each
+# rebuild everything after the other.
+target=$(realpath -m "${CARGO_TARGET_DIR:-target}")/cinstall
+cargo cinstall -p dashrank-capi --release --locked --target-dir "$target" --prefix "$prefix" "${libdir[@]}" "$@"
 abi=$(sed -n 's/^#define DASHRANK_ABI_VERSION \([0-9]*\)$/\1/p' include/dashrank.h)
-version=$(sed -n 's/^version = "\(.*\)"$/\1/p' Cargo.toml | head -1)
-# Libraries the static archive needs (from `rustc --print native-static-libs` on Linux).
-private_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl -lc"
-mkdir -p "$prefix/include" "$prefix/lib/pkgconfig"
-install -m 644 include/dashrank.h include/dashrank.hpp include/dashrank_taco.hpp "$prefix/include/"
-install -m 755 target/release/libdashrank_capi.so "$prefix/lib/libdashrank.so.$abi"
-ln -sf "libdashrank.so.$abi" "$prefix/lib/libdashrank.so"
-install -m 644 target/release/libdashrank_capi.a "$prefix/lib/libdashrank.a"
-sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" -e "s|@PRIVATE_LIBS@|$private_libs|" \
-  dashrank.pc.in > "$prefix/lib/pkgconfig/dashrank.pc"
-echo "installed dashrank $version (ABI $abi) into $prefix"
+version=$(sed -n 's/^#define DASHRANK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\)$/\2/p' include/dashrank.h | paste -sd.)
+echo "installed dashrank $version (C ABI $abi) into $prefix"

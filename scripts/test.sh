@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command 2: the whole test suite (Python exporter; Rust on the native engine on every
-# SIMD path, then on tract and ONNX Runtime; C/C++ ABI; TVM; the Python wheel), plus format
-# and lint gates.
+# SIMD path, then on tract and ONNX Runtime; C/C++ ABI installed with cargo-c, through
+# pkg-config and CMake; stock TACO; TVM; the Python wheel; crates ready to publish; a Slurm array on a real single-node
+# Slurm; every command block of the docs), plus format and lint gates.
 # Installs what it needs through scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +25,9 @@ cargo clippy --quiet "${ws[@]}" --all-targets "${lint_o0[@]}" -- -D warnings
 cargo clippy --quiet "${ws[@]}" --all-targets --features dashrank/tract,dashrank-cli/tract "${lint_o0[@]}" -- -D warnings
 cargo clippy --quiet "${ws[@]}" --all-targets --features dashrank/onnxruntime,dashrank-cli/onnxruntime "${lint_o0[@]}" -- -D warnings
 
-# The cargo tools of later sections (cbindgen, cargo-fuzz) build from crates.io in the
-# background while the Python sections leave a core idle; waited for before the C ABI section.
+# The cargo tools of later sections (cbindgen, cargo-c, cargo-fuzz) build from crates.io in the
+# background while the Python sections leave a core idle; waited for before the TACO section.
+# (cargo-c, once per machine, is the long one: it builds cargo itself.)
 mkdir -p target
 bash scripts/tools.sh > target/tools.log 2>&1 &
 tools_pid=$!
@@ -100,6 +102,10 @@ cargo test --release -p dashrank-cli --features tract "${tract_o0[@]}" --bins --
 DASHRANK_TEST_BACKEND=tract cargo test --release -p dashrank --features tract "${tract_o0[@]}" \
   --test real_waco --test fixture_parity --test bad_input --test threads
 
+# The TACO tools and the C ABI section install the C library with cargo-c (scripts/tools.sh).
+wait "$tools_pid" || { cat target/tools.log; echo "error: installing cargo tools failed" >&2; exit 1; }
+cat target/tools.log
+
 section "TACO: stock TACO from ../shared/vendor (cached), every printed program through it, a real tune per kernel"
 taco_status=0
 taco_prefix=$(bash scripts/taco.sh) || taco_status=$?
@@ -129,9 +135,7 @@ else
   exit $taco_status
 fi
 
-section "C ABI: header, SONAME, C/C++ examples, valgrind, ASan"
-wait "$tools_pid" || { cat target/tools.log; echo "error: installing cargo tools failed" >&2; exit 1; }
-cat target/tools.log
+section "C ABI: cargo cinstall into a prefix (SONAME, headers, no TVM), C/C++ examples through pkg-config and CMake, valgrind, ASan"
 bash scripts/ffi.sh
 
 section "soak, short: one model, mixed calls over matrices of very different sizes (RSS, repeats)"
@@ -149,6 +153,14 @@ PYO3_PYTHON=$PWD/.venv/bin/python cargo clippy --quiet -p dashrank-python --all-
 # TACO measurer when the TACO section built it.
 DASHRANK_CLI=target/release/dashrank DASHRANK_TVM_LIB=target/release/libdashrank_tvm.so \
   .venv/bin/python -m pytest python/tests -q
+section "crates ready to publish: manifests, package lists, cargo publish --workspace --dry-run, docs as docs.rs builds them"
+bash scripts/publish-check.sh
+
+section "Slurm: eval --shard auto as an sbatch array on a single-node cluster, dependent merge == unsharded run"
+bash scripts/slurm-test.sh
+
+section "docs: every command block of README.md and docs/*.md, run as written (outputs compared, CI workflows run)"
+bash scripts/doc-test.sh
 
 section "Rust tests, ONNX Runtime backend (libonnxruntime from the onnxruntime wheel)"
 # Every test that loads a model through the Rust API runs here on ONNX Runtime; the ones

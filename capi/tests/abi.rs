@@ -222,11 +222,21 @@ fn header_versions_match_the_crate() {
     );
     assert_eq!(define("DASHRANK_ABI_VERSION"), dashrank_abi_version());
     assert_eq!(DASHRANK_ABI_VERSION, dashrank_abi_version());
-    // The SONAME written by build.rs carries the same ABI version.
-    let build = std::fs::read_to_string(repo().join("capi/build.rs")).unwrap();
-    assert!(
-        build.contains(&format!("const ABI_VERSION: u32 = {DASHRANK_ABI_VERSION};")),
-        "build.rs ABI_VERSION disagrees with DASHRANK_ABI_VERSION"
+    // cargo-c writes the SONAME libdashrank.so.<major> of [package.metadata.capi.library]'s
+    // version: the major must be the ABI version (scripts/ffi.sh reads the installed SONAME).
+    let manifest = std::fs::read_to_string(repo().join("capi/Cargo.toml")).unwrap();
+    let library = manifest
+        .split("[package.metadata.capi.library]")
+        .nth(1)
+        .expect("capi/Cargo.toml has [package.metadata.capi.library]");
+    let version = library
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("version = \""))
+        .expect("[package.metadata.capi.library] has a version");
+    assert_eq!(
+        version.split('.').next(),
+        Some(DASHRANK_ABI_VERSION.to_string().as_str()),
+        "the C library's version {version} in capi/Cargo.toml does not start with the ABI version"
     );
     // Every status is in the header.
     for s in dashrank_status::all() {

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{bail, Context, Result};
 use dashrank::eval::{
-    find_measured_files, EvalReport, EvalSetup, Evaluator, FileOutcome, MatrixEval, Metric,
-    ModelSummary, PartialReport, Shard, Thresholds,
+    find_measured_files, EvalReport, EvalSetup, Evaluator, FileOutcome, FileWork, MatrixEval,
+    MeasuredFile, Metric, ModelSummary, PartialReport, Shard, Thresholds,
 };
 
 use crate::flags::{EvalArgs, MergeArgs};
@@ -27,12 +27,12 @@ pub fn run(args: &EvalArgs) -> Result<ExitCode> {
         max_top1_ape_percent: args.max_top1_ape,
     };
     thresholds.validate()?;
-    let shard: Option<Shard> = args.shard.as_deref().map(str::parse).transpose()?;
+    let shard: Option<Shard> = args.shard.as_deref().map(parse_shard).transpose()?;
     let all = find_measured_files(&args.measured, &args.matrices)?;
     let total = all.len();
-    let files = match shard {
-        Some(s) => s.select(all),
-        None => all,
+    let (files, shard_note) = match shard {
+        Some(s) => select_shard(s, all)?,
+        None => (all, String::new()),
     };
     // Bit-identical scores on any load and thread count, so that shards merge exactly into
     // what one unsharded run reports; matrices are evaluated in parallel instead.
@@ -79,8 +79,8 @@ pub fn run(args: &EvalArgs) -> Result<ExitCode> {
     };
     let report = EvalReport::new(&setup, &evals, &skipped);
     let mut out = std::io::stdout().lock();
-    if let Some(s) = shard {
-        writeln!(out, "shard {s} of {total} measured files")?;
+    if shard.is_some() {
+        writeln!(out, "{shard_note}")?;
     }
     print_table(&mut out, &report)?;
     if let Some(dir) = &args.svg_dir {
@@ -128,6 +128,57 @@ pub fn merge(args: &MergeArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(verdict(&report))
+}
+
+/// `--shard I/N`, or `auto`: the shard of this task of a Slurm job array.
+fn parse_shard(text: &str) -> Result<Shard> {
+    if text.trim() != "auto" {
+        return Ok(text.parse()?);
+    }
+    let var = |name: &str| -> Result<Option<u64>> {
+        match std::env::var(name) {
+            Ok(v) => Ok(Some(v.trim().parse().with_context(|| {
+                format!("--shard auto: {name}='{v}' is not a number")
+            })?)),
+            Err(_) => Ok(None),
+        }
+    };
+    let task = var("SLURM_ARRAY_TASK_ID")?;
+    let count = var("SLURM_ARRAY_TASK_COUNT")?;
+    let min = var("SLURM_ARRAY_TASK_MIN")?;
+    let (Some(task), Some(count), Some(min)) = (task, count, min) else {
+        bail!(
+            "--shard auto takes the shard from a Slurm job array, but SLURM_ARRAY_TASK_ID, \
+             SLURM_ARRAY_TASK_COUNT and SLURM_ARRAY_TASK_MIN are not all set (submit with \
+             `sbatch --array=1-N`, or give --shard I/N)"
+        );
+    };
+    let step = var("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1);
+    Shard::from_array_task(task, min, count, step).context("--shard auto")
+}
+
+/// The files of shard `s`, balanced by work (nonzeros × measured lines), and the line that
+/// says which part of the run this is.
+fn select_shard(s: Shard, all: Vec<MeasuredFile>) -> Result<(Vec<MeasuredFile>, String)> {
+    let work = all
+        .iter()
+        .map(|f| FileWork::of(f).map(|w| w.units()))
+        .collect::<dashrank::Result<Vec<u64>>>()
+        .context("estimating the work of each measured file, to balance the shards")?;
+    let total = all.len();
+    let total_work: u64 = work.iter().sum();
+    let mine: u64 = Shard::assign(&work, s.count())
+        .iter()
+        .zip(&work)
+        .filter(|(shard, _)| **shard == s.index() - 1)
+        .map(|(_, w)| w)
+        .sum();
+    let files = s.select(all, &work);
+    let note = format!(
+        "shard {s}: {} of {total} measured files, work {mine} of {total_work} (nonzeros x measured lines)",
+        files.len()
+    );
+    Ok((files, note))
 }
 
 fn warn_invalid_lines(evals: &[MatrixEval], head: &str) {

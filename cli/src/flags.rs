@@ -320,9 +320,11 @@ pub struct EvalArgs {
     /// Never show the progress bar (it is shown only when stderr is a terminal).
     #[arg(long)]
     pub no_progress: bool,
-    /// Evaluate only shard I of N (1-based; the measured files sorted by name, every N-th
-    /// from the I-th) and write a partial report with --json-out, for `dashrank merge`.
-    #[arg(long, value_name = "I/N")]
+    /// Evaluate only shard I of N (1-based) and write a partial report with --json-out, for
+    /// `dashrank merge`. Shards are balanced by work (nonzeros x measured lines), the same
+    /// on every machine. `auto`: this Slurm array task's shard (SLURM_ARRAY_TASK_ID, _MIN,
+    /// _COUNT).
+    #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<String>,
 }
 

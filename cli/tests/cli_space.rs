@@ -656,6 +656,134 @@ fn eval_shards_merge_real_waco() {
     );
 }
 
+/// `dashrank eval ARGS` with the Slurm array variables `slurm` set (and no others).
+fn dashrank_in_array(args: &[&str], slurm: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dashrank"));
+    cmd.args(args).args(backend_args()).current_dir(repo());
+    for v in ["ID", "MIN", "MAX", "COUNT", "STEP"] {
+        cmd.env_remove(format!("SLURM_ARRAY_TASK_{v}"));
+    }
+    cmd.envs(slurm.iter().copied());
+    cmd.output().expect("running dashrank")
+}
+
+#[test]
+fn eval_shard_auto_is_the_slurm_array_task() {
+    let dir = scratch("shard-auto");
+    let (measured, matrices) = synthetic_eval_data(&dir, 7);
+    let model = fixture("tiny-waco-spmm");
+    let part = |name: &str| dir.join(name).display().to_string();
+    let base = |shard: &str, out: &str| -> Vec<String> {
+        let v = [
+            "eval",
+            "--model",
+            &model,
+            "--measured",
+            s(&measured),
+            "--matrices",
+        ];
+        let mut v: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+        v.extend([s(&matrices).into(), "--shard".into(), shard.into()]);
+        v.extend(["--json-out".into(), part(out)]);
+        v
+    };
+    let run = |shard: &str, out: &str, slurm: &[(&str, &str)]| {
+        let args = base(shard, out);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        dashrank_in_array(&argv, slurm)
+    };
+    let explicit = ok(&run("2/4", "explicit.json", &[]));
+    assert!(explicit.starts_with("shard 2/4: "), "{explicit}");
+    // --array=10-13 (task 11 is the second), and --array=10-16:2 (task 12 is the second).
+    let range = [
+        ("SLURM_ARRAY_TASK_ID", "11"),
+        ("SLURM_ARRAY_TASK_MIN", "10"),
+    ];
+    let stepped = [
+        ("SLURM_ARRAY_TASK_ID", "12"),
+        ("SLURM_ARRAY_TASK_MIN", "10"),
+        ("SLURM_ARRAY_TASK_STEP", "2"),
+    ];
+    for (slurm, out) in [(&range[..], "range.json"), (&stepped[..], "stepped.json")] {
+        let slurm = [slurm, &[("SLURM_ARRAY_TASK_COUNT", "4")]].concat();
+        let stdout = ok(&run("auto", out, &slurm));
+        assert_eq!(stdout.replace(out, "explicit.json"), explicit);
+        let (a, b) = (
+            std::fs::read(part("explicit.json")),
+            std::fs::read(part(out)),
+        );
+        assert!(
+            a.unwrap() == b.unwrap(),
+            "--shard auto wrote another partial report"
+        );
+    }
+    fails(&run("auto", "x.json", &[]), "SLURM_ARRAY_TASK_ID");
+    let past = [
+        ("SLURM_ARRAY_TASK_ID", "14"),
+        ("SLURM_ARRAY_TASK_MIN", "10"),
+        ("SLURM_ARRAY_TASK_COUNT", "4"),
+    ];
+    fails(&run("auto", "x.json", &past), "--array=1-4");
+}
+
+#[test]
+fn eval_shards_of_the_real_data_are_balanced_by_work() {
+    let model = repo().join("models/waco-spmm");
+    let data = repo().join("../shared/data/waco");
+    if !model.is_dir() || !data.is_dir() {
+        eprintln!("SKIPPED: models/waco-spmm or ../shared/data/waco missing");
+        return;
+    }
+    let (measured, matrices) = (data.join("collected/SpMM"), data.join("matrices"));
+    let files = dashrank::eval::find_measured_files(&measured, &matrices).unwrap();
+    let work: Vec<u64> = files
+        .iter()
+        .map(|f| dashrank::eval::FileWork::of(f).unwrap().units())
+        .collect();
+    let dir = scratch("shards-balanced");
+    let mut loads = Vec::new();
+    for i in 1..=3 {
+        let out = dir.join(format!("part-{i}.json"));
+        let shard = format!("{i}/3");
+        let args = [
+            "eval",
+            "--model",
+            s(&model),
+            "--measured",
+            s(&measured),
+            "--matrices",
+        ];
+        let args = [
+            &args[..],
+            &[s(&matrices), "--shard", &shard, "--json-out", s(&out)],
+        ]
+        .concat();
+        let stdout = ok(&dashrank(&args));
+        let part: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        // The three matrices with a .csr (the only work) go to three different shards.
+        assert_eq!(part["matrices"].as_array().unwrap().len(), 1, "{stdout}");
+        let load: u64 = part["matrices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                let name = m["matrix"].as_str().unwrap();
+                work[files.iter().position(|f| f.name == name).unwrap()]
+            })
+            .sum();
+        assert!(
+            stdout.contains(&format!("work {load} of {}", work.iter().sum::<u64>())),
+            "{stdout}"
+        );
+        loads.push(load);
+    }
+    let spread = loads.iter().max().unwrap() - loads.iter().min().unwrap();
+    assert!(
+        spread <= *work.iter().max().unwrap(),
+        "{loads:?} vs {work:?}"
+    );
+}
+
 #[test]
 fn eval_of_only_empty_measured_files_says_so() {
     let dir = scratch("empty-measured");

@@ -1,5 +1,5 @@
 //! Which files an evaluation reads: the measured files of a directory paired with their
-//! matrices, and the deterministic split of that list into shards.
+//! matrices, and the deterministic split of that list into shards balanced by work.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -99,17 +99,27 @@ pub fn find_measured_files(measured_dir: &Path, matrices_dir: &Path) -> Result<V
         .collect())
 }
 
-/// Shard `index` of `count` (1-based, written `I/N`): the items at positions `p` (0-based, in
-/// the sorted file list) with `p mod count = index − 1`. The shards of one `count` partition
-/// the list, and each is the same on every machine, so `N` jobs (a CI matrix, a Slurm array)
-/// can each evaluate one shard and [`EvalReport::merge`](super::EvalReport::merge) combines
-/// their partial reports.
+/// Shard `index` of `count` (1-based, written `I/N`) of a list of jobs, balanced by work.
+///
+/// The shards of one `count` partition the list; each item goes to one shard by a
+/// deterministic greedy rule ([`Shard::assign`]): items in decreasing order of work (ties
+/// by position), each to the shard with the least work so far (ties to the lowest shard).
+/// Every job of a run computes the same assignment from the same list, so `N` jobs (a CI
+/// matrix, a Slurm array) can each evaluate one shard and
+/// [`EvalReport::merge`](super::EvalReport::merge) combines their partial reports. The
+/// shards' total work differs by at most the largest item's work.
+///
+/// For an evaluation, an item's work is [`FileWork::units`](super::FileWork::units): the
+/// matrix's nonzeros times the measured lines.
 ///
 /// # Example
 /// ```
 /// use dashrank::eval::Shard;
 /// let shard: Shard = "2/3".parse()?;
-/// assert_eq!(shard.select((0..8).collect()), vec![1, 4, 7]);
+/// // Works 5, 9, 1, 7, 3: shard 1 gets 9, shard 2 gets 7 then 1, shard 3 gets 5 then 3.
+/// let work = [5u64, 9, 1, 7, 3];
+/// assert_eq!(Shard::assign(&work, 3), vec![2, 0, 1, 1, 2]);
+/// assert_eq!(shard.select(vec!['a', 'b', 'c', 'd', 'e'], &work), vec!['c', 'd']);
 /// assert!("0/3".parse::<Shard>().is_err() && "4/3".parse::<Shard>().is_err());
 /// # Ok::<(), dashrank::Error>(())
 /// ```
@@ -138,6 +148,42 @@ impl Shard {
         Ok(Self { index, count })
     }
 
+    /// The shard of the running task of a Slurm job array, from the values of
+    /// `SLURM_ARRAY_TASK_ID`, `SLURM_ARRAY_TASK_MIN`, `SLURM_ARRAY_TASK_COUNT` and
+    /// `SLURM_ARRAY_TASK_STEP` (1 when unset): task `min + step × (I − 1)` is shard `I/count`.
+    /// Any contiguous or stepped range works (`--array=0-7`, `1-8`, `0-14:2`, with a `%`
+    /// limit or not).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) for a task that is
+    /// not on the range (an irregular list such as `--array=1,4,5`).
+    ///
+    /// # Example
+    /// ```
+    /// use dashrank::eval::Shard;
+    /// assert_eq!(Shard::from_array_task(10, 8, 4, 2)?.to_string(), "2/4");
+    /// assert!(Shard::from_array_task(9, 8, 4, 2).is_err());
+    /// # Ok::<(), dashrank::Error>(())
+    /// ```
+    pub fn from_array_task(task: u64, min: u64, count: u64, step: u64) -> Result<Self> {
+        let bad = |why: &str| {
+            Error::invalid_argument(format!(
+                "array task {task} (array of {count} tasks from {min}, step {step}) {why}; \
+                 submit a range such as --array=1-{count}"
+            ))
+        };
+        let offset = task
+            .checked_sub(min)
+            .ok_or_else(|| bad("is below the first task"))?;
+        if step == 0 || offset % step != 0 {
+            return Err(bad("is not on the array's range"));
+        }
+        let index = usize::try_from(offset / step + 1).map_err(|_| bad("is out of range"))?;
+        let count = usize::try_from(count).map_err(|_| bad("is out of range"))?;
+        Shard::new(index, count).map_err(|_| bad("is past the last task"))
+    }
+
     /// The 1-based shard number `I`.
     pub fn index(&self) -> usize {
         self.index
@@ -148,16 +194,39 @@ impl Shard {
         self.count
     }
 
-    /// Whether position `p` (0-based) of the list belongs to this shard.
-    pub fn contains(&self, p: usize) -> bool {
-        p % self.count == self.index - 1
+    /// The 0-based shard of each item of a list whose items have the given `work`, for
+    /// `count` shards: items by decreasing work (ties by position), each to the shard with
+    /// the least work so far (ties to the lowest shard). The same on every machine; the
+    /// shards' totals differ by at most the largest work (when an item goes to the lightest
+    /// shard, the heaviest exceeds it by at most the work of its own last item).
+    pub fn assign(work: &[u64], count: usize) -> Vec<usize> {
+        let count = count.max(1);
+        let mut order: Vec<usize> = (0..work.len()).collect();
+        order.sort_by(|&a, &b| work[b].cmp(&work[a]).then(a.cmp(&b)));
+        let mut load = vec![0u64; count];
+        let mut shard_of = vec![0; work.len()];
+        for item in order {
+            let lightest = (0..count).min_by_key(|&s| (load[s], s)).unwrap_or(0);
+            load[lightest] = load[lightest].saturating_add(work[item]);
+            shard_of[item] = lightest;
+        }
+        shard_of
     }
 
-    /// The items of this shard, in order.
-    pub fn select<T>(&self, items: Vec<T>) -> Vec<T> {
-        let keep = items.into_iter().enumerate();
-        keep.filter(|(p, _)| self.contains(*p))
-            .map(|(_, t)| t)
+    /// The items of this shard, in list order, given each item's work (`work[p]` for
+    /// `items[p]`; see [`Shard::assign`]).
+    ///
+    /// # Panics
+    ///
+    /// When `work` and `items` differ in length.
+    pub fn select<T>(&self, items: Vec<T>, work: &[u64]) -> Vec<T> {
+        assert_eq!(items.len(), work.len(), "one work value per item");
+        let shard_of = Self::assign(work, self.count);
+        items
+            .into_iter()
+            .zip(shard_of)
+            .filter(|(_, s)| *s == self.index - 1)
+            .map(|(t, _)| t)
             .collect()
     }
 }
@@ -200,9 +269,10 @@ mod tests {
 
     #[test]
     fn shards_partition_the_list() {
+        let work: Vec<u64> = (0..23u64).map(|i| (i * 7919) % 31).collect();
         for n in 1..6 {
             let mut all: Vec<usize> = (1..=n)
-                .flat_map(|i| Shard::new(i, n).unwrap().select((0..23).collect()))
+                .flat_map(|i| Shard::new(i, n).unwrap().select((0..23).collect(), &work))
                 .collect();
             all.sort_unstable();
             assert_eq!(all, (0..23).collect::<Vec<_>>());
@@ -213,6 +283,73 @@ mod tests {
         assert_eq!(serde_json::from_str::<Shard>("\"3/4\"").unwrap(), s);
         for bad in ["3", "a/4", "1/0", "0/1", "5/4", "1/2/3"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+
+    /// A small deterministic generator (xorshift), so the test needs no dependency.
+    fn works(seed: u64, n: usize) -> Vec<u64> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Heavy-tailed, as matrix sizes are: some items dwarf the rest.
+                (x % 1000) * (1 + (x >> 40) % 4).pow(4)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shard_totals_differ_by_at_most_the_largest_item() {
+        for seed in 1..200u64 {
+            let n = (seed % 40) as usize;
+            let work = works(seed, n);
+            for count in 1..9 {
+                let shard_of = Shard::assign(&work, count);
+                let mut load = vec![0u64; count];
+                for (w, s) in work.iter().zip(&shard_of) {
+                    load[*s] += w;
+                }
+                let spread = load.iter().max().unwrap() - load.iter().min().unwrap();
+                let largest = work.iter().copied().max().unwrap_or(0);
+                assert!(
+                    spread <= largest,
+                    "seed {seed}, {count} shards: {load:?} {work:?}"
+                );
+                assert_eq!(Shard::assign(&work, count), shard_of, "deterministic");
+            }
+        }
+    }
+
+    #[test]
+    fn more_shards_than_items_give_each_heavy_item_its_own_shard() {
+        let shard_of = Shard::assign(&[4, 0, 9], 5);
+        assert_eq!(shard_of, vec![1, 2, 0]);
+        assert!(Shard::assign(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn array_tasks_map_to_shards() {
+        let at = |t, min, count, step| {
+            Shard::from_array_task(t, min, count, step).map(|s| s.to_string())
+        };
+        assert_eq!(at(1, 1, 4, 1).unwrap(), "1/4");
+        assert_eq!(at(0, 0, 4, 1).unwrap(), "1/4");
+        assert_eq!(at(3, 0, 4, 1).unwrap(), "4/4");
+        assert_eq!(at(14, 0, 8, 2).unwrap(), "8/8");
+        for (t, min, count, step) in [
+            (4, 0, 4, 1),
+            (0, 1, 4, 1),
+            (3, 0, 8, 2),
+            (1, 1, 0, 1),
+            (1, 1, 1, 0),
+        ] {
+            let e = at(t, min, count, step).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("array task {t}")) && e.contains("--array=1-"),
+                "{e}"
+            );
         }
     }
 }

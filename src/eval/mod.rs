@@ -5,14 +5,15 @@
 //!   the default ([`ranking_metrics`]);
 //! - [`find_measured_files`] pairs each measured file (`<matrix>.txt` in WACO's
 //!   `<tokens> = <ms>` form, or `<matrix>.csv`) with its matrix; a [`Shard`] `I/N` takes a
-//!   deterministic part of that list;
+//!   deterministic part of that list, balanced by each file's [`FileWork`] (nonzeros ×
+//!   measured lines);
 //! - [`Evaluator`] evaluates one head on each file, in parallel, into [`MatrixEval`]s;
 //! - [`EvalReport`] is the final report (what `dashrank eval --json-out` writes);
 //!   [`PartialReport`] is one shard's, and [`EvalReport::merge`] combines the shards exactly.
 //!
 //! # Example
 //! ```
-//! use dashrank::eval::{EvalReport, EvalSetup, Evaluator, ModelSummary, PartialReport, Shard};
+//! use dashrank::eval::{EvalReport, EvalSetup, Evaluator, FileWork, ModelSummary, PartialReport, Shard};
 //! use dashrank::{LoadOptions, Model};
 //! # let dir = std::env::temp_dir().join(format!("dashrank-eval-doc-{}", std::process::id()));
 //! # std::fs::create_dir_all(dir.join("measured"))?;
@@ -33,11 +34,12 @@
 //!     default_schedule: None,
 //!     thresholds: Default::default(),
 //! };
-//! // Each of two shards evaluates its part of the files ...
+//! // Each of two shards evaluates its part of the files, balanced by work ...
+//! let work = files.iter().map(|f| Ok(FileWork::of(f)?.units())).collect::<dashrank::Result<Vec<u64>>>()?;
 //! let mut partials = Vec::new();
 //! for shard in [Shard::new(1, 2)?, Shard::new(2, 2)?] {
 //!     let (mut evals, mut skipped) = (Vec::new(), Vec::new());
-//!     for f in shard.select(files.clone()) {
+//!     for f in shard.select(files.clone(), &work) {
 //!         match evaluator.evaluate(&f)? {
 //!             dashrank::eval::FileOutcome::Evaluated(e) => evals.push(*e),
 //!             dashrank::eval::FileOutcome::Skipped(s) => skipped.push(s),
@@ -58,6 +60,7 @@ mod measured;
 pub mod metrics;
 mod report;
 mod run;
+mod work;
 
 pub use jobs::{find_measured_files, MeasuredFile, MeasuredFormat, Shard};
 pub use measured::read_measured_csv;
@@ -70,3 +73,4 @@ pub use report::{
     Summary, Thresholds,
 };
 pub use run::{Evaluator, FileError, FileOutcome, MatrixEval, SkippedFile, MAX_LINE_ERRORS};
+pub use work::FileWork;
