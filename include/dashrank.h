@@ -279,7 +279,7 @@ typedef struct dashrank_load_options {
   // during the call.
   const char *onnxruntime_library;
   // Worker threads for the featurizer and the dense graphs; 0 (default) uses all cores.
-  // Models loaded with the same `n` share one pool of `n` threads.
+  // Models loaded with the same `n` share one pool of `n` threads per calling thread.
   uint32_t threads;
   // Pin the dense graphs to one intra-op thread so that scores are bit-identical under
   // any load (default false; the featurizer and top-k are deterministic either way).

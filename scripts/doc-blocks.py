@@ -35,6 +35,7 @@ Prints one line per block and ends with `doc blocks: N passed, N failed, N skipp
 when a block failed or an annotation is malformed.
 """
 import argparse
+import hashlib
 import itertools
 import os
 import re
@@ -318,12 +319,21 @@ def indent(text, limit=40):
     return "\n".join("    | " + l for l in lines)
 
 
+def default_scratch(checkout):
+    """The scratch directory of a checkout: outside its cargo target directory, or cargo would
+    record the copy's sources as build outputs there and judge the checkout's own builds by
+    the copy's files (edits to the checkout would then not rebuild)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    key = hashlib.sha256(checkout.encode()).hexdigest()[:12]
+    return os.path.join(cache, "dashrank", f"doc-blocks-{key}")
+
+
 class Runner:
     def __init__(self, args):
         self.args = args
         self.checkout = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
         self.target = os.path.abspath(os.environ.get("CARGO_TARGET_DIR") or os.path.join(self.checkout, "target"))
-        self.scratch_root = os.path.abspath(args.scratch or os.path.join(self.target, "doc-blocks"))
+        self.scratch_root = os.path.abspath(args.scratch or default_scratch(self.checkout))
         self.shared = os.path.abspath(os.environ.get("DASHRANK_SHARED") or os.path.join(self.checkout, "../shared"))
         self.counts = {"passed": 0, "failed": 0, "skipped": 0}
 
@@ -415,7 +425,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--slurm", action="store_true", help="run the blocks marked 'needs slurm' (only those)")
-    ap.add_argument("--scratch", help="scratch directory (default: <cargo target dir>/doc-blocks)")
+    ap.add_argument("--scratch", help="scratch directory, outside the cargo target directory "
+                    "(default: ~/.cache/dashrank/doc-blocks-<hash of the checkout's path>)")
     args = ap.parse_args()
     errors = [e for f in args.files for e in check_annotations(parse(f))]
     if errors:

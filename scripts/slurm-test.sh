@@ -19,7 +19,8 @@ if [ ! -d "$SHARED/data/waco/collected/SpMM" ] || [ ! -d models/waco-spmm ]; the
 fi
 target=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 cluster=$target/slurm/cluster
-scratch=$target/doc-blocks        # the scratch copy scripts/doc-test.sh uses: builds are reused
+# The scratch copy scripts/doc-test.sh uses (builds are reused), outside the target directory.
+scratch=${XDG_CACHE_HOME:-$HOME/.cache}/dashrank/doc-blocks-$(printf %s "$PWD" | sha256sum | cut -c1-12)
 status=0
 conf=$(bash scripts/slurm-cluster.sh start "$cluster") || status=$?
 if [ $status -eq 3 ]; then

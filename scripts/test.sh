@@ -15,8 +15,8 @@ bash scripts/setup.sh
 section "format and lint (lean default build, tract + CLI, ONNX Runtime + CLI)"
 cargo fmt --all -- --check
 # Clippy only checks dependencies, but Cargo.toml's dev profile builds them at opt-level 2 (for
-# fast debug tests), proc macros and build-script dependencies included: at opt-level 0 the
-# three passes take half the time (2.5 min instead of 5 on a 2-core Zen 3).
+# fast debug tests), proc macros and build-script dependencies included; clippy needs no
+# optimised dependencies, so it builds them at opt-level 0, which about halves the lint time.
 lint_o0=(--config 'profile.dev.package."*".opt-level=0')
 # The TVM crate is linted in scripts/tvm.sh (its build needs tvm-ffi-config), the Python
 # crate in the Python package section (setup.sh built its wheel).

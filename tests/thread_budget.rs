@@ -1,6 +1,7 @@
 //! The thread budget of a host keeping many models: models loaded with `threads: Some(n)`
-//! share one pool per distinct `n`, so a hundred live models with threads 1–4 run
-//! 1 + 2 + 3 + 4 pool threads, and the count returns to its baseline once they are released.
+//! called from one thread share one pool per distinct `n`, so a hundred live models with
+//! threads 1–4 run 1 + 2 + 3 + 4 pool threads, and the count returns to its baseline once they
+//! are released.
 //! (Its own test binary, with one test: nothing else starts threads while it counts.)
 
 mod common;

@@ -41,7 +41,7 @@ pub struct dashrank_load_options {
     /// during the call.
     pub onnxruntime_library: *const c_char,
     /// Worker threads for the featurizer and the dense graphs; 0 (default) uses all cores.
-    /// Models loaded with the same `n` share one pool of `n` threads.
+    /// Models loaded with the same `n` share one pool of `n` threads per calling thread.
     pub threads: u32,
     /// Pin the dense graphs to one intra-op thread so that scores are bit-identical under
     /// any load (default false; the featurizer and top-k are deterministic either way).

@@ -7,6 +7,7 @@ from __future__ import annotations
 import _thread
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -76,7 +77,8 @@ def featurizing() -> int:
         except OSError:  # the thread ended
             continue
         name, state = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2]
-        runnable += name.startswith("dashrank-featur") and state == "R"
+        # Pool workers are named dashrank-<n>x-<i> (src/pools.rs).
+        runnable += bool(re.fullmatch(r"dashrank-\d+x-\d+", name)) and state == "R"
     return runnable
 
 

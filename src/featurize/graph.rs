@@ -1,7 +1,6 @@
 //! [`FeaturizerGraph`]: a validated, planned featurizer graph, and its options.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::exec::{FeaturizeStats, Run};
 use super::memory::{BufferPool, Memory};
@@ -10,6 +9,7 @@ use super::spec::GraphSpec;
 use super::{passes, validate};
 use crate::error::{Error, Result};
 use crate::pattern::CsrPattern;
+use crate::pools::CallerPools;
 use crate::simd::kernels::Kernels;
 use crate::simd::SimdLevel;
 
@@ -103,9 +103,9 @@ pub struct FeaturizerGraph {
     plan: Arc<Plan>,
     /// Released feature tables, reused by later bands and runs.
     pool: BufferPool,
-    /// The process's shared rayon pools this graph has used (`threads: Some(n)`), held while
-    /// the graph lives: a host that releases its models frees them.
-    thread_pools: Arc<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>>,
+    /// The shared rayon pools this graph has used (`threads: Some(n)`, one per calling
+    /// thread), held while the graph lives: a host that releases its models frees them.
+    thread_pools: Arc<CallerPools>,
 }
 
 impl FeaturizerGraph {
@@ -189,7 +189,9 @@ impl FeaturizerGraph {
         match opts.threads {
             None => go(),
             Some(0) => Err(Error::invalid_argument("threads must be at least 1")),
-            Some(n) => self.thread_pool(n)?.install(go),
+            Some(n) => self.thread_pools.install(n, go).map_err(|e| {
+                Error::invalid_argument(format!("cannot start {n} featurizer threads: {e}"))
+            })?,
         }
     }
 
@@ -197,18 +199,5 @@ impl FeaturizerGraph {
     #[cfg(test)]
     pub(crate) fn pool_bytes(&self) -> usize {
         self.pool.bytes()
-    }
-
-    /// The process's shared pool of `n` threads, held by this graph from its first use.
-    fn thread_pool(&self, n: usize) -> Result<Arc<rayon::ThreadPool>> {
-        let mut pools = self.thread_pools.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = pools.get(&n) {
-            return Ok(Arc::clone(p));
-        }
-        let p = crate::pools::shared(n).map_err(|e| {
-            Error::invalid_argument(format!("cannot start {n} featurizer threads: {e}"))
-        })?;
-        pools.insert(n, Arc::clone(&p));
-        Ok(p)
     }
 }

@@ -60,13 +60,14 @@ pub struct LoadOptions {
     pub fallback: Option<Backend>,
     /// Threads for the featurizer and the dense graphs; `None` uses all cores: rayon's global
     /// pool, and for the native heads' small calls (a few 128-candidate tasks) a process-wide
-    /// helper team of `cores - 1` threads that spin 100 µs after a call and then park (see
-    /// `src/model/tasks.rs`). `Some(n)` runs in a rayon pool of `n` threads shared by every
-    /// model of the process loaded with the same `n` (started with the first, ended with the
-    /// last); with `Some(1)` only the featurizer uses its one-thread pool, the rest runs on
-    /// the calling thread. The process's thread budget is therefore the sum of the distinct
-    /// `n` in use, plus the global pool and the helper team when some model uses `None` (see
-    /// `docs/reliability.md`), however many models are alive.
+    /// helper team of `cores - 1` threads that spin briefly after a call and then park (see
+    /// `src/model/tasks.rs`). `Some(n)` runs in a rayon pool of `n` threads per calling
+    /// thread, shared by every model that thread calls with the same `n` (started with the
+    /// first, ended with the last or with the thread); with `Some(1)` only the featurizer
+    /// uses its one-thread pool, the rest runs on the calling thread. Threads calling at once
+    /// therefore never wait for each other's pool, and the thread budget is the sum of the
+    /// distinct `n` in use per calling thread, plus the global pool and the helper team when
+    /// some model uses `None` (see `docs/reliability.md`), however many models are alive.
     pub threads: Option<usize>,
     /// How many matrix embeddings to keep (keyed by the pattern's SHA-256 digest,
     /// [`CsrPattern::content_digest`](crate::CsrPattern::content_digest)); 0 disables the
@@ -176,9 +177,11 @@ pub struct Model {
     /// accepted by the model instance that made them.
     instance: u64,
     exec: Exec,
-    /// The process's shared pool of `n` threads when `threads` is `Some(n ≥ 2)`, for the
-    /// dense layers (the featurizer holds the same pool).
-    pool: Option<Arc<rayon::ThreadPool>>,
+    /// `n` when `threads` is `Some(n ≥ 2)`: the dense layers run in the calling thread's
+    /// shared pool of `n` threads (the featurizer uses the same pool).
+    dense_threads: Option<usize>,
+    /// The pools the dense layers have used, one per calling thread.
+    pools: crate::pools::CallerPools,
 }
 
 static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
@@ -406,13 +409,14 @@ impl Model {
             info.backend,
             simd
         );
-        let pool =
-            match options.threads {
-                Some(n) if n >= 2 => Some(crate::pools::shared(n).map_err(|e| {
-                    Error::invalid_argument(format!("cannot start {n} threads: {e}"))
-                })?),
-                _ => None,
-            };
+        let dense_threads = options.threads.filter(|&n| n >= 2);
+        let pools = crate::pools::CallerPools::default();
+        if let Some(n) = dense_threads {
+            // Started now, so that a host that cannot start them learns it at load.
+            pools
+                .for_caller(n)
+                .map_err(|e| Error::invalid_argument(format!("cannot start {n} threads: {e}")))?;
+        }
         Ok(Self {
             info,
             featurizer,
@@ -425,7 +429,8 @@ impl Model {
                 level: simd,
                 parallel: options.threads != Some(1),
             },
-            pool,
+            dense_threads,
+            pools,
         })
     }
 

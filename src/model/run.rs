@@ -71,12 +71,19 @@ impl Prepared {
 }
 
 impl Model {
-    /// Runs `f` in the model's dense thread pool (if it has one).
-    pub(crate) fn in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.pool {
-            Some(pool) => pool.install(f),
-            None => f(),
-        }
+    /// Runs `f` in the calling thread's dense thread pool (if the model has one).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when the pool's
+    /// threads cannot be started.
+    pub(crate) fn in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> Result<R> {
+        let Some(n) = self.dense_threads else {
+            return Ok(f());
+        };
+        self.pools
+            .install(n, f)
+            .map_err(|e| Error::invalid_argument(format!("cannot start {n} threads: {e}")))
     }
 
     fn exec(&self) -> Exec {
@@ -137,7 +144,7 @@ impl Model {
         match &head.exec {
             HeadExec::Native(h) => {
                 let exec = self.exec();
-                Ok(Prepared::Native(self.in_pool(|| h.prepare(exec, rows, n))))
+                Ok(Prepared::Native(self.in_pool(|| h.prepare(exec, rows, n))?))
             }
             HeadExec::Ort {
                 schedule_embedder, ..
@@ -165,8 +172,7 @@ impl Model {
         match (&head.exec, prepared) {
             (HeadExec::Native(h), Prepared::Native(rows)) => {
                 let exec = self.exec();
-                self.in_pool(|| h.score(exec, matrix.values(), rows, out));
-                Ok(())
+                self.in_pool(|| h.score(exec, matrix.values(), rows, out))
             }
             (HeadExec::Ort { predictor, .. }, Prepared::Ort(emb)) => {
                 ort_predict(predictor.as_ref(), &head.info.name, matrix, emb.view(), out)

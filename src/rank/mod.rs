@@ -273,7 +273,7 @@ impl Model {
                     let prepared = self.prepare_rows(h, &batch.rows, batch.index.len())?;
                     Ok((from, batch, prepared))
                 })
-            })
+            })?
             .into_iter()
             .collect::<Result<Vec<_>>>()?
         } else {
