@@ -303,7 +303,9 @@ typedef struct dashrank_candidate_info {
 typedef struct dashrank_taco_options {
   // Set by `dashrank_taco_options_init` to `DASHRANK_ABI_VERSION`; checked on use.
   uint32_t abi_version;
-  // OpenMP threads of the programs; 0 (default) uses every core of this machine.
+  // OpenMP threads of the programs; 0 (default) uses every core the calling thread may run
+  // on (its CPU affinity: a thread OpenMP has bound sees one; `dashrank_taco.hpp` passes
+  // `omp_get_num_procs()` instead).
   uint32_t threads;
   // Extent of the dense axis of SpMM and SDDMM (default 256, WACO's `N`).
   uint32_t dense_extent;

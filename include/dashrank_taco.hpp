@@ -50,7 +50,8 @@ class Program {
   static Program from_line(uint32_t kernel, const std::string &line, size_t nrows, size_t ncols,
                            const dashrank_taco_options *options = nullptr) {
     dashrank_taco_program *p = nullptr;
-    detail::check(dashrank_taco_program_from_line(kernel, line.c_str(), nrows, ncols, options, &p));
+    dashrank_taco_options o = openmp_threads(options);
+    detail::check(dashrank_taco_program_from_line(kernel, line.c_str(), nrows, ncols, &o, &p));
     return Program(p);
   }
   /// The program of a `taco` command line dashrank wrote.
@@ -63,14 +64,16 @@ class Program {
   static Program csr(uint32_t kernel, size_t nrows, size_t ncols,
                      const dashrank_taco_options *options = nullptr) {
     dashrank_taco_program *p = nullptr;
-    detail::check(dashrank_taco_program_csr(kernel, nrows, ncols, options, &p));
+    dashrank_taco_options o = openmp_threads(options);
+    detail::check(dashrank_taco_program_csr(kernel, nrows, ncols, &o, &p));
     return Program(p);
   }
   /// Candidate `index` of a TACO space prepared for a matrix (its default: TACO's CSR).
   static Program from_candidate(const SpaceCandidates &candidates, size_t index,
                                 const dashrank_taco_options *options = nullptr) {
     dashrank_taco_program *p = nullptr;
-    detail::check(dashrank_taco_program_from_candidate(candidates.get(), index, options, &p));
+    dashrank_taco_options o = openmp_threads(options);
+    detail::check(dashrank_taco_program_from_candidate(candidates.get(), index, &o, &p));
     return Program(p);
   }
   /// The stock `taco` command line.
@@ -104,6 +107,18 @@ class Program {
  private:
   explicit Program(dashrank_taco_program *p) : h_(p) {}
   detail::Owned<dashrank_taco_program, dashrank_taco_program_free> h_;
+  /// `options` (or the defaults) with `threads` 0, "every core", counted as OpenMP counts
+  /// them: where OpenMP binds threads (OMP_PROC_BIND), the calling thread is pinned to one
+  /// core, and the library, which counts the cores the caller may run on, would count one.
+  static dashrank_taco_options openmp_threads(const dashrank_taco_options *options) {
+    dashrank_taco_options o;
+    if (options)
+      o = *options;
+    else
+      detail::check(dashrank_taco_options_init(&o));
+    if (o.threads == 0) o.threads = static_cast<uint32_t>(omp_get_num_procs());
+    return o;
+  }
 };
 
 /// A CSR matrix repacked for a program (move-only): throws dashrank::Error with

@@ -16,8 +16,10 @@
 // its median goes to stderr (`baseline csr: <ms> ms`).
 //
 // OpenMP threads are bound to cores (OMP_PROC_BIND=true, OMP_PLACES=cores) unless OMP_PROC_BIND
-// is set: unbound, two threads sometimes shared one core of a 2-core VM and a 20 us kernel took
-// 8 ms (BENCHMARKS.md, "Measuring TACO").
+// is set: unbound, two threads sometimes shared one core of a 2-core VM and a kernel of tens of
+// microseconds took hundreds of times longer (BENCHMARKS.md, "TACO end to end"). Every program,
+// TACO's CSR and `taco` command lines alike, gets --threads, else omp_get_num_procs() threads
+// (dashrank_taco.hpp counts the cores as OpenMP does: this bound thread itself sees one).
 //
 // --kernel-source FILE.c runs the C code the stock `taco` CLI wrote for the schedule
 // (`taco ... -write-source=FILE.c`, one schedule) instead of compiling it through TACO's C++ API:

@@ -44,7 +44,9 @@ pub const DASHRANK_TACO_ASSEMBLE: u32 = 3;
 pub struct dashrank_taco_options {
     /// Set by `dashrank_taco_options_init` to `DASHRANK_ABI_VERSION`; checked on use.
     pub abi_version: u32,
-    /// OpenMP threads of the programs; 0 (default) uses every core of this machine.
+    /// OpenMP threads of the programs; 0 (default) uses every core the calling thread may run
+    /// on (its CPU affinity: a thread OpenMP has bound sees one; `dashrank_taco.hpp` passes
+    /// `omp_get_num_procs()` instead).
     pub threads: u32,
     /// Extent of the dense axis of SpMM and SDDMM (default 256, WACO's `N`).
     pub dense_extent: u32,

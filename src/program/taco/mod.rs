@@ -79,8 +79,9 @@ pub const DEFAULT_DENSE_EXTENT: u32 = 256;
 /// How schedules become programs on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TacoOptions {
-    /// OpenMP threads of the program; `None`: every core of this machine
-    /// (`std::thread::available_parallelism`). A SuperSchedule's `parnum` is the thread count
+    /// OpenMP threads of the program; `None`: every core the calling thread may run on
+    /// (`std::thread::available_parallelism`, which honours its CPU affinity: in a thread that
+    /// OpenMP has bound to one core, pass the count explicitly). A SuperSchedule's `parnum` is the thread count
     /// of the machine the model learned from, and is not used.
     pub threads: Option<u32>,
     /// Extent of the dense axis (`j` of SpMM, `k` of SDDMM).
