@@ -267,6 +267,8 @@ struct Kernel {
   ::taco::Kernel compiled;
   int threads = 1;
   int chunk = 1;
+  /// The result's index variables, by level.
+  std::vector<std::string> result_vars;
 
   std::vector<::taco::TensorStorage> storages() const {
     std::vector<::taco::TensorStorage> s;
@@ -365,17 +367,22 @@ inline Kernel declare(const Program &program, const Packed &packed, const DenseF
     for (size_t l = 0; l < t.order; l++)
       if (!vars.count(t.vars[l])) vars.emplace(t.vars[l], ::taco::IndexVar(t.vars[l]));
   }
-  auto access = [&](size_t i) {
+  auto indices = [&](size_t i) {
     std::vector<::taco::IndexVar> idx;
     for (size_t l = 0; l < infos[i].order; l++) idx.push_back(vars.at(infos[i].vars[l]));
-    return k.tensors[i](idx);
+    return idx;
   };
+  // Accesses of the tensors' variables, not of the tensors: an assignment made through
+  // `tensor(i, j) = ...` is kept by the result tensor and holds the result itself, a cycle
+  // that would keep every tensor of every program alive.
+  auto access = [&](size_t i) { return ::taco::Access(k.tensors[i].getTensorVar(), indices(i)); };
   ::taco::IndexExpr rhs = access(1);
   for (size_t i = 2; i < k.tensors.size(); i++) rhs = rhs * access(i);
-  access(0) = rhs;
+  ::taco::Assignment assignment(k.tensors[0].getTensorVar(), indices(0), rhs);
+  for (const auto &v : indices(0)) k.result_vars.push_back(v.getName());
   // TACO's own loop order first (`reorderLoopsTopologically`, as the `taco` CLI and
   // `Tensor::compile()` do), then the program's commands.
-  ::taco::IndexStmt stmt = ::taco::reorderLoopsTopologically(k.tensors[0].getAssignment().concretize());
+  ::taco::IndexStmt stmt = ::taco::reorderLoopsTopologically(assignment.concretize());
   for (size_t c = 0; c < info.commands; c++) stmt = detail::apply(stmt, program.command(c), vars, by_name);
   k.stmt = stmt;
   return k;
@@ -394,8 +401,7 @@ inline std::vector<std::tuple<size_t, size_t, float>> Kernel::result_entries() c
   const taco_tensor_t *t =
       source_args.empty() ? static_cast<taco_tensor_t *>(tensors[0].getStorage()) : source_args[0];
   const float *vals = reinterpret_cast<const float *>(t->vals);
-  std::vector<std::string> names;
-  for (const auto &v : tensors[0].getAssignment().getLhs().getIndexVars()) names.push_back(v.getName());
+  const std::vector<std::string> &names = result_vars;
   std::vector<size_t> dims(t->dimensions, t->dimensions + t->order);
   std::vector<std::tuple<size_t, size_t, float>> out;
   std::vector<size_t> coords(dims.size());
