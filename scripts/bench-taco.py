@@ -11,9 +11,10 @@ result against a CSR reference before timing it):
 - `dashrank tune --strategy search --budget B`: the default, 10 seeds, then neighbours of the
   fastest, at most B measurements; the best-so-far curve and the tuning time.
 - WACO's FixedCSR (TACO's CSR plus `bound`) with dashrank-taco-measure.
-- rank correlation: a sample of schedules (for SpMM on the 3 matrices with WACO's measured
-  lines, those lines; else random lines of the space) measured, written in WACO's collected
-  format (`<tokens> = <ms>`) and read back by `dashrank eval` for Kendall's tau.
+- rank correlation: --sample schedules that stock TACO runs (WACO's measured lines where the
+  matrix has them, topped up with random lines of the space; lines TACO refuses are passed
+  over) measured, written in WACO's collected format (`<tokens> = <ms>`) and read back by
+  `dashrank eval` for Kendall's tau.
 
 The tuning runs only choose: every speedup in the table is TACO CSR time / pick time from one
 fresh run per matrix of dashrank-taco-measure with TACO's CSR and every pick interleaved (25
