@@ -246,147 +246,18 @@ impl Model {
         let f = &bundle.featurizer;
         let featurizer = FeaturizerGraph::from_spec(&f.featurizer_spec()?)?;
         let featurizer_dim = featurizer.output_dim();
-        let simd = match options.simd {
-            Some(level) => level.require()?,
-            None => SimdLevel::best(),
-        };
-        if options.threads == Some(0) {
-            return Err(Error::invalid_argument("threads must be at least 1"));
-        }
-        let featurize_options = FeaturizeOptions {
-            threads: options.threads,
-            simd,
-            memory_budget: options.featurize_memory_budget,
-            ..FeaturizeOptions::default()
-        };
-        let native = options.backend == Backend::Native;
-        if matches!(options.fallback, Some(Backend::Native)) {
-            return Err(Error::invalid_argument(
-                "LoadOptions::fallback must be an ort backend (tract or onnxruntime), not native",
-            ));
-        }
-        let ort = OrtSetup {
-            backend: if native {
-                options.fallback.as_ref()
-            } else {
-                Some(&options.backend)
-            },
-            // Intra-op threads of the ort graphs.
-            threads: if options.deterministic {
-                Some(1)
-            } else {
-                options.threads
-            },
-        };
-        let mut engines = Vec::new();
-
-        let me = &bundle.matrix_embedder;
-        me.expect_io(&["conv_features", "shape_features"], &["matrix_embedding"])?;
-        let shape_normalization =
-            ShapeNormalization::from_json(me.require("dashrank.shape_normalization")?)?;
-        let n_shape = shape_normalization.features.len();
-        for (input, width, what) in [
-            ("conv_features", featurizer_dim, "the featurizer produces"),
-            (
-                "shape_features",
-                n_shape,
-                "dashrank.shape_normalization lists",
-            ),
-        ] {
-            if let Some(d) = me.last_dim(input) {
-                if d != width {
-                    return Err(Error::bundle(
-                        format!("{}: {input}", me.origin),
-                        format!("declares width {d} but {what} {width}"),
-                    ));
-                }
-            }
-        }
-        let mut why = None;
-        let matrix_embedder = if native {
-            match NativeMatrixEmbedder::compile(me, featurizer_dim, n_shape, &options.limits)? {
-                Ok(n) => {
-                    engines.push(engine(me, "native", None));
-                    Some(MatrixEmbedderExec::Native(n))
-                }
-                Err(u) => {
-                    why = Some(u);
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let matrix_embedder = match matrix_embedder {
-            Some(m) => m,
-            None => {
-                let (g, e) = ort.build(me, "matrix_embedding", why.as_ref())?;
-                engines.push(e);
-                MatrixEmbedderExec::Ort(g)
-            }
-        };
-        let matrix_embedding_dim = match &matrix_embedder {
-            MatrixEmbedderExec::Native(n) => n.width(),
-            MatrixEmbedderExec::Ort(g) => {
-                let probe_conv = Array2::<f32>::zeros((1, featurizer_dim));
-                let probe_shape = Array2::<f32>::zeros((1, n_shape));
-                g.run(&[
-                    ("conv_features", probe_conv.view()),
-                    ("shape_features", probe_shape.view()),
-                ])?
-                .ncols()
-            }
-        };
-
-        let mut heads = Vec::with_capacity(bundle.heads.len());
-        for (name, se, pr) in &bundle.heads {
-            let (info, schema) = head_info(name, se, pr)?;
-            let mut why = None;
-            let mut exec = None;
-            if native {
-                let limits = &options.limits;
-                match NativeHead::compile(se, pr, &schema, matrix_embedding_dim, limits)? {
-                    Ok(h) => {
-                        engines.push(engine(se, "native", None));
-                        engines.push(engine(pr, "native", None));
-                        exec = Some(HeadExec::Native(h));
-                    }
-                    Err(u) => why = Some(u),
-                }
-            }
-            let exec = match exec {
-                Some(e) => e,
-                None => ort_head(
-                    &ort,
-                    se,
-                    pr,
-                    &schema,
-                    matrix_embedding_dim,
-                    why,
-                    &mut engines,
-                )?,
-            };
-            let schedule_embedding_dim = match &exec {
-                HeadExec::Native(h) => h.embedding_width(),
-                HeadExec::Ort {
-                    schedule_embedder, ..
-                } => probe_width(schedule_embedder.as_ref(), schema.encoded_width())?,
-            };
-            let cost = match &exec {
-                HeadExec::Native(h) => Some(h.cost()),
-                HeadExec::Ort { .. } => None,
-            };
-            heads.push(Head {
-                info: HeadInfo {
-                    schedule_embedding_dim,
-                    cost,
-                    ..info
-                },
-                schema,
-                exec,
-            });
-        }
-
+        let featurize_options = featurize_options(options)?;
+        let simd = featurize_options.simd;
+        let mut loader = Loader::new(options)?;
+        let (matrix_embedder, shape_normalization) =
+            loader.matrix_embedder(&bundle.matrix_embedder, featurizer_dim)?;
+        let matrix_embedding_dim =
+            matrix_embedder_width(&matrix_embedder, featurizer_dim, &shape_normalization)?;
+        let heads = bundle
+            .heads
+            .iter()
+            .map(|(name, se, pr)| loader.head(name, se, pr, matrix_embedding_dim))
+            .collect::<Result<Vec<_>>>()?;
         let info = ModelInfo {
             format_version: f.format_version,
             family: f.require("dashrank.family")?.to_string(),
@@ -396,7 +267,7 @@ impl Model {
             shape_normalization,
             heads: heads.iter().map(|h| h.info.clone()).collect(),
             backend: options.backend.name().to_string(),
-            engines,
+            engines: loader.engines,
             simd,
             content_hash: bundle.content_hash,
             integrity,
@@ -460,6 +331,179 @@ impl Model {
     /// This model instance's identity (see [`MatrixEmbedding`]).
     pub(crate) fn instance(&self) -> u64 {
         self.instance
+    }
+}
+
+/// The featurizer's options of a model loaded with `options` (SIMD level checked).
+fn featurize_options(options: &LoadOptions) -> Result<FeaturizeOptions> {
+    let simd = match options.simd {
+        Some(level) => level.require()?,
+        None => SimdLevel::best(),
+    };
+    if options.threads == Some(0) {
+        return Err(Error::invalid_argument("threads must be at least 1"));
+    }
+    Ok(FeaturizeOptions {
+        threads: options.threads,
+        simd,
+        memory_budget: options.featurize_memory_budget,
+        ..FeaturizeOptions::default()
+    })
+}
+
+/// The width of the matrix embedding: the native layers say it, an ort graph is probed.
+fn matrix_embedder_width(
+    exec: &MatrixEmbedderExec,
+    featurizer_dim: usize,
+    shape: &ShapeNormalization,
+) -> Result<usize> {
+    Ok(match exec {
+        MatrixEmbedderExec::Native(n) => n.width(),
+        MatrixEmbedderExec::Ort(g) => {
+            let probe_conv = Array2::<f32>::zeros((1, featurizer_dim));
+            let probe_shape = Array2::<f32>::zeros((1, shape.features.len()));
+            g.run(&[
+                ("conv_features", probe_conv.view()),
+                ("shape_features", probe_shape.view()),
+            ])?
+            .ncols()
+        }
+    })
+}
+
+/// Compiles a bundle's dense graphs, each on the native engine or (when it cannot run one,
+/// or is not chosen) on the ort backend, recording which engine runs which file.
+struct Loader<'a> {
+    options: &'a LoadOptions,
+    native: bool,
+    ort: OrtSetup<'a>,
+    engines: Vec<GraphEngine>,
+}
+
+impl<'a> Loader<'a> {
+    fn new(options: &'a LoadOptions) -> Result<Self> {
+        let native = options.backend == Backend::Native;
+        if matches!(options.fallback, Some(Backend::Native)) {
+            return Err(Error::invalid_argument(
+                "LoadOptions::fallback must be an ort backend (tract or onnxruntime), not native",
+            ));
+        }
+        let ort = OrtSetup {
+            backend: if native {
+                options.fallback.as_ref()
+            } else {
+                Some(&options.backend)
+            },
+            // Intra-op threads of the ort graphs.
+            threads: if options.deterministic {
+                Some(1)
+            } else {
+                options.threads
+            },
+        };
+        Ok(Self {
+            options,
+            native,
+            ort,
+            engines: Vec::new(),
+        })
+    }
+
+    /// The matrix embedder, checked against the featurizer's width and the shape features
+    /// its metadata lists.
+    fn matrix_embedder(
+        &mut self,
+        me: &BundleFile,
+        featurizer_dim: usize,
+    ) -> Result<(MatrixEmbedderExec, ShapeNormalization)> {
+        me.expect_io(&["conv_features", "shape_features"], &["matrix_embedding"])?;
+        let shape = ShapeNormalization::from_json(me.require("dashrank.shape_normalization")?)?;
+        let n_shape = shape.features.len();
+        for (input, width, what) in [
+            ("conv_features", featurizer_dim, "the featurizer produces"),
+            (
+                "shape_features",
+                n_shape,
+                "dashrank.shape_normalization lists",
+            ),
+        ] {
+            if let Some(d) = me.last_dim(input) {
+                if d != width {
+                    return Err(Error::bundle(
+                        format!("{}: {input}", me.origin),
+                        format!("declares width {d} but {what} {width}"),
+                    ));
+                }
+            }
+        }
+        let mut why = None;
+        if self.native {
+            let limits = &self.options.limits;
+            match NativeMatrixEmbedder::compile(me, featurizer_dim, n_shape, limits)? {
+                Ok(n) => {
+                    self.engines.push(engine(me, "native", None));
+                    return Ok((MatrixEmbedderExec::Native(n), shape));
+                }
+                Err(u) => why = Some(u),
+            }
+        }
+        let (g, e) = self.ort.build(me, "matrix_embedding", why.as_ref())?;
+        self.engines.push(e);
+        Ok((MatrixEmbedderExec::Ort(g), shape))
+    }
+
+    /// One head: its schedule embedder and predictor, compiled together.
+    fn head(
+        &mut self,
+        name: &str,
+        se: &BundleFile,
+        pr: &BundleFile,
+        matrix_embedding_dim: usize,
+    ) -> Result<Head> {
+        let (info, schema) = head_info(name, se, pr)?;
+        let mut why = None;
+        let mut exec = None;
+        if self.native {
+            let limits = &self.options.limits;
+            match NativeHead::compile(se, pr, &schema, matrix_embedding_dim, limits)? {
+                Ok(h) => {
+                    self.engines.push(engine(se, "native", None));
+                    self.engines.push(engine(pr, "native", None));
+                    exec = Some(HeadExec::Native(h));
+                }
+                Err(u) => why = Some(u),
+            }
+        }
+        let exec = match exec {
+            Some(e) => e,
+            None => ort_head(
+                &self.ort,
+                se,
+                pr,
+                &schema,
+                matrix_embedding_dim,
+                why,
+                &mut self.engines,
+            )?,
+        };
+        let (schedule_embedding_dim, cost) = match &exec {
+            HeadExec::Native(h) => (h.embedding_width(), Some(h.cost())),
+            HeadExec::Ort {
+                schedule_embedder, ..
+            } => (
+                probe_width(schedule_embedder.as_ref(), schema.encoded_width())?,
+                None,
+            ),
+        };
+        Ok(Head {
+            info: HeadInfo {
+                schedule_embedding_dim,
+                cost,
+                ..info
+            },
+            schema,
+            exec,
+        })
     }
 }
 
