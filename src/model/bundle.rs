@@ -445,67 +445,117 @@ impl Bundle {
             None => None,
         };
         let mut hash = Fnv64::new();
-        let mut featurizer = None;
-        let mut matrix_embedder = None;
-        let mut schedule_embedders: BTreeMap<String, BundleFile> = BTreeMap::new();
-        let mut predictors: BTreeMap<String, BundleFile> = BTreeMap::new();
+        let mut slots = Slots::default();
         for (name, bytes) in files {
             let sha256 = sha256_hex(&bytes);
             hash.write(name.as_bytes());
             hash.write(&[0]);
             hash.write(sha256.as_bytes());
-            let corrupt = manifest
-                .as_ref()
-                .is_some_and(|m| !m.matches(&name, bytes.len(), &sha256));
-            let file = BundleFile::decode(&name, bytes, sha256, limits).map_err(|e| match e.kind() {
-                ErrorKind::Bundle { key, reason } if corrupt => Error::bundle(
-                    key.clone(),
-                    format!(
-                        "{reason} (the file differs from {MANIFEST_FILE}: corrupted or modified after export)"
-                    ),
-                ),
-                _ => e,
-            })?;
-            let slot_taken = |what: &str, other: &BundleFile| {
-                Error::bundle(
-                    file.origin.clone(),
-                    format!("second {what} file (already have '{}')", other.origin),
-                )
-            };
-            match file.role {
-                Role::Featurizer => match &featurizer {
-                    Some(other) => return Err(slot_taken("featurizer", other)),
-                    None => featurizer = Some(file),
-                },
-                Role::MatrixEmbedder => match &matrix_embedder {
-                    Some(other) => return Err(slot_taken("matrix_embedder", other)),
-                    None => matrix_embedder = Some(file),
-                },
-                Role::ScheduleEmbedder | Role::Predictor => {
-                    let head = file.require("dashrank.head")?.to_string();
-                    let map = if file.role == Role::ScheduleEmbedder {
-                        &mut schedule_embedders
-                    } else {
-                        &mut predictors
-                    };
-                    if let Some(other) = map.get(&head) {
-                        return Err(slot_taken(
-                            &format!("{} for head '{head}'", file.role.as_str()),
-                            other,
-                        ));
-                    }
-                    map.insert(head, file);
+            slots.place(decode_file(
+                &name,
+                bytes,
+                sha256,
+                manifest.as_ref(),
+                limits,
+            )?)?;
+        }
+        let (featurizer, matrix_embedder, heads) = slots.complete()?;
+        check_agreement(&featurizer, &matrix_embedder, &heads)?;
+        Ok(Self {
+            featurizer,
+            matrix_embedder,
+            heads,
+            content_hash: hash.finish(),
+            manifest,
+        })
+    }
+}
+
+/// Decodes one bundle file; a file the manifest does not match says so in its error.
+fn decode_file(
+    name: &str,
+    bytes: Vec<u8>,
+    sha256: String,
+    manifest: Option<&Manifest>,
+    limits: &BundleLimits,
+) -> Result<BundleFile> {
+    let corrupt = manifest.is_some_and(|m| !m.matches(name, bytes.len(), &sha256));
+    BundleFile::decode(name, bytes, sha256, limits).map_err(|e| match e.kind() {
+        ErrorKind::Bundle { key, reason } if corrupt => Error::bundle(
+            key.clone(),
+            format!(
+                "{reason} (the file differs from {MANIFEST_FILE}: corrupted or modified after export)"
+            ),
+        ),
+        _ => e,
+    })
+}
+
+/// The bundle's files by role, one per slot.
+#[derive(Default)]
+struct Slots {
+    featurizer: Option<BundleFile>,
+    matrix_embedder: Option<BundleFile>,
+    schedule_embedders: BTreeMap<String, BundleFile>,
+    predictors: BTreeMap<String, BundleFile>,
+}
+
+impl Slots {
+    /// Puts `file` in its role's slot; a second file for a slot is an error.
+    fn place(&mut self, file: BundleFile) -> Result<()> {
+        let slot_taken = |what: &str, other: &BundleFile| {
+            Error::bundle(
+                file.origin.clone(),
+                format!("second {what} file (already have '{}')", other.origin),
+            )
+        };
+        match file.role {
+            Role::Featurizer => match &self.featurizer {
+                Some(other) => return Err(slot_taken("featurizer", other)),
+                None => self.featurizer = Some(file),
+            },
+            Role::MatrixEmbedder => match &self.matrix_embedder {
+                Some(other) => return Err(slot_taken("matrix_embedder", other)),
+                None => self.matrix_embedder = Some(file),
+            },
+            Role::ScheduleEmbedder | Role::Predictor => {
+                let head = file.require("dashrank.head")?.to_string();
+                let map = if file.role == Role::ScheduleEmbedder {
+                    &mut self.schedule_embedders
+                } else {
+                    &mut self.predictors
+                };
+                if let Some(other) = map.get(&head) {
+                    return Err(slot_taken(
+                        &format!("{} for head '{head}'", file.role.as_str()),
+                        other,
+                    ));
                 }
+                map.insert(head, file);
             }
         }
-        let featurizer = featurizer
+        Ok(())
+    }
+
+    /// The featurizer, the matrix embedder and the heads (schedule embedder and predictor
+    /// paired by head name); a missing or unpaired file is an error.
+    #[allow(clippy::type_complexity)]
+    fn complete(
+        mut self,
+    ) -> Result<(
+        BundleFile,
+        BundleFile,
+        Vec<(String, BundleFile, BundleFile)>,
+    )> {
+        let featurizer = self
+            .featurizer
             .ok_or_else(|| Error::bundle("bundle", "no file with dashrank.role = featurizer"))?;
-        let matrix_embedder = matrix_embedder.ok_or_else(|| {
+        let matrix_embedder = self.matrix_embedder.ok_or_else(|| {
             Error::bundle("bundle", "no file with dashrank.role = matrix_embedder")
         })?;
         let mut heads = Vec::new();
-        for (name, se) in schedule_embedders {
-            let pr = predictors.remove(&name).ok_or_else(|| {
+        for (name, se) in self.schedule_embedders {
+            let pr = self.predictors.remove(&name).ok_or_else(|| {
                 Error::bundle(
                     format!("head '{name}'"),
                     format!("has a schedule_embedder ('{}') but no predictor", se.origin),
@@ -513,7 +563,7 @@ impl Bundle {
             })?;
             heads.push((name, se, pr));
         }
-        if let Some((name, pr)) = predictors.into_iter().next() {
+        if let Some((name, pr)) = self.predictors.into_iter().next() {
             return Err(Error::bundle(
                 format!("head '{name}'"),
                 format!("has a predictor ('{}') but no schedule_embedder", pr.origin),
@@ -525,37 +575,38 @@ impl Bundle {
                 "no heads (schedule_embedder + predictor files)",
             ));
         }
-        // All files agree on version and family.
-        let family = featurizer.require("dashrank.family")?.to_string();
-        let version = featurizer.format_version;
-        let all =
-            std::iter::once(&matrix_embedder).chain(heads.iter().flat_map(|(_, a, b)| [a, b]));
-        for f in all {
-            if f.format_version != version {
-                return Err(Error::bundle(
-                    format!("{}: dashrank.format_version", f.origin),
-                    format!(
-                        "{} disagrees with the featurizer's {version}",
-                        f.format_version
-                    ),
-                ));
-            }
-            let fam = f.require("dashrank.family")?;
-            if fam != family {
-                return Err(Error::bundle(
-                    format!("{}: dashrank.family", f.origin),
-                    format!("'{fam}' disagrees with the featurizer's '{family}'"),
-                ));
-            }
-        }
-        Ok(Self {
-            featurizer,
-            matrix_embedder,
-            heads,
-            content_hash: hash.finish(),
-            manifest,
-        })
+        Ok((featurizer, matrix_embedder, heads))
     }
+}
+
+/// All files agree with the featurizer on format version and family.
+fn check_agreement(
+    featurizer: &BundleFile,
+    matrix_embedder: &BundleFile,
+    heads: &[(String, BundleFile, BundleFile)],
+) -> Result<()> {
+    let family = featurizer.require("dashrank.family")?;
+    let version = featurizer.format_version;
+    let all = std::iter::once(matrix_embedder).chain(heads.iter().flat_map(|(_, a, b)| [a, b]));
+    for f in all {
+        if f.format_version != version {
+            return Err(Error::bundle(
+                format!("{}: dashrank.format_version", f.origin),
+                format!(
+                    "{} disagrees with the featurizer's {version}",
+                    f.format_version
+                ),
+            ));
+        }
+        let fam = f.require("dashrank.family")?;
+        if fam != family {
+            return Err(Error::bundle(
+                format!("{}: dashrank.family", f.origin),
+                format!("'{fam}' disagrees with the featurizer's '{family}'"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// 64-bit FNV-1a, stable across platforms and Rust versions.
