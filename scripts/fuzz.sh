@@ -4,10 +4,11 @@
 # the same script (see docs/reliability.md).
 #
 #   bash scripts/fuzz.sh [--time SECONDS] [--runs N] [--sanitizer address|none]
-#                        [--no-trace-compares] [--jobs N] [TARGET...]
+#                        [--no-trace-compares] [--jobs N] [--lanes N] [TARGET...]
 #
 # Defaults: 20 s per target, AddressSanitizer, one target at a time (--jobs 2 runs two side by
-# side: each libFuzzer process uses one core); with both --time and --runs a run stops at
+# side: each libFuzzer process uses one core; --lanes N runs N processes of each target on its
+# one corpus, their executions summed, for a campaign on one target); with both --time and --runs a run stops at
 # whichever comes first. --no-trace-compares builds without libFuzzer's comparison tracing
 # (into fuzz/target/no-trace-compares): about 1.8x the executions per second on
 # capi_sequence, whose time otherwise goes half to tracing the featurizer's comparisons;
@@ -28,6 +29,7 @@ cd "$(dirname "$0")/.."
 
 time_limit=20
 jobs=1
+lanes=1
 runs=()
 sanitizer=address
 cmp=()
@@ -38,8 +40,9 @@ while [ $# -gt 0 ]; do
     --runs) runs=(-runs="$2"); [ "$time_limit" = 20 ] && time_limit=0; shift 2 ;;
     --sanitizer) sanitizer="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
+    --lanes) lanes="$2"; shift 2 ;;
     --no-trace-compares) cmp=(--no-trace-compares --target-dir target/no-trace-compares); shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -87,16 +90,28 @@ run_target() {
       return
     fi
   fi
-  set +e
-  (cd fuzz && cargo "${toolchain[@]}" fuzz run -O --sanitizer "$sanitizer" "${cmp[@]}" "$t" "corpus/$t" -- \
-      -max_total_time="$time_limit" "${runs[@]}" -rss_limit_mb=3072 -timeout=30 -max_len=65536 -print_final_stats=1) \
-      > "$log" 2>&1
-  rc=$?
-  set -e
-  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-  speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
-  cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
-  ft=$( (grep -o 'ft: [0-9]*' "$log" || true) | tail -n 1 | cut -d' ' -f2)
+  # Lane k logs to TARGET.log (k = 1) or TARGET.lane<k>.log; all lanes share corpus/TARGET.
+  local k lane_logs=() pids=() lane_rc
+  rc=0
+  for k in $(seq 1 "$lanes"); do
+    local lane_log=$log
+    [ "$k" -gt 1 ] && lane_log=fuzz/logs/$t.lane$k.log
+    lane_logs+=("$lane_log")
+    (cd fuzz && cargo "${toolchain[@]}" fuzz run -O --sanitizer "$sanitizer" "${cmp[@]}" "$t" "corpus/$t" -- \
+        -max_total_time="$time_limit" "${runs[@]}" -rss_limit_mb=3072 -timeout=30 -max_len=65536 -print_final_stats=1) \
+        > "$lane_log" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${pids[@]}"; do
+    lane_rc=0
+    wait "$k" || lane_rc=$?
+    [ $lane_rc -eq 0 ] || rc=$lane_rc
+  done
+  execs=$(cat "${lane_logs[@]}" | sed -n 's/^stat::number_of_executed_units: *//p' | awk '{s += $1} END {print s}')
+  speed=$(cat "${lane_logs[@]}" | sed -n 's/^stat::average_exec_per_sec: *//p' | awk '{s += $1} END {print s}')
+  [ "$lanes" -gt 1 ] && cat "${lane_logs[@]:1}" >> "$log"
+  cov=$( (grep -o 'cov: [0-9]*' "$log" || true) | cut -d' ' -f2 | sort -n | tail -n 1)
+  ft=$( (grep -o 'ft: [0-9]*' "$log" || true) | cut -d' ' -f2 | sort -n | tail -n 1)
   if [ $rc -eq 0 ]; then
     result=ok; status=ok
   elif grep -q 'libFuzzer: run interrupted' "$log" && ! grep -qE '^==[0-9]+== *ERROR|^SUMMARY|panicked at' "$log"; then
