@@ -2,7 +2,8 @@
 //! exported to ONNX, without PyTorch.
 //!
 //! Data path: matrix input ([`pattern`]) → native sparse-conv featurizer ([`featurize`]) →
-//! schedule encoding ([`schedule`]) → dense-head execution ([`model`]) → ranking ([`rank`]) →
+//! schedule encoding ([`schedule`]) → dense-head execution ([`model`], over the bundle format
+//! of `bundle`: files, manifest, integrity, [`model::info`]) → ranking ([`rank`]) →
 //! toolchain program ([`program`]) → tuning ([`tune`]), with [`workflow`] tying a toolchain's
 //! space to a model. The faces are crates of their own over this one: the C ABI
 //! (`dashrank-capi`), the command-line tool (`dashrank-cli`), the TVM module (`dashrank-tvm`);
@@ -10,6 +11,7 @@
 #![warn(missing_docs)]
 #![warn(clippy::unwrap_used)]
 
+mod bundle;
 pub mod error;
 pub mod eval;
 pub mod featurize;

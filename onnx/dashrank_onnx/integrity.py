@@ -12,7 +12,7 @@
   the SHA-256 of its bytes; the loader refuses a file that differs from it, an unlisted file and
   a listed file that is missing.
 
-The Rust loader (``src/model/integrity.rs``) implements the same definitions; the committed
+The Rust loader (``src/bundle/integrity.rs``) implements the same definitions; the committed
 fixtures, written here and checked there, keep the two in agreement.
 """
 

@@ -55,7 +55,7 @@ impl Default for FeaturizeOptions {
 /// A validated featurizer graph: typed nodes with their weights as plain arrays, and the
 /// plan that runs them.
 ///
-/// Built from a [`GraphSpec`] (which `model::bundle` decodes from the bundle's featurizer
+/// Built from a [`GraphSpec`] (which `bundle::decode` decodes from the bundle's featurizer
 /// ONNX file, or which tests write by hand) by [`from_spec`](Self::from_spec): validation,
 /// then rewrite passes (ReLU fusion), then an execution plan. Run on a pattern by
 /// [`run`](Self::run). Semantics are those of `docs/bundle-format.md` §3.1 (MinkowskiEngine

@@ -1,6 +1,6 @@
 //! Plain-data description of a featurizer graph, as decoded from a bundle's featurizer file.
 //!
-//! `model::bundle` fills these from ONNX protobuf; the featurizer never sees ONNX types.
+//! `bundle::decode` fills these from ONNX protobuf; the featurizer never sees ONNX types.
 
 use std::collections::BTreeMap;
 

@@ -19,19 +19,20 @@ use crate::featurize::{FeaturizeOptions, FeaturizerGraph};
 use crate::schedule::Schema;
 use crate::simd::SimdLevel;
 
-mod bundle;
-mod bundle_dir;
 mod cache;
 pub mod executor;
-pub mod info;
-mod integrity;
-mod limits;
 mod native;
-mod onnx_proto;
 mod run;
 pub(crate) mod tasks;
 
-use bundle::{Bundle, BundleFile};
+pub use crate::bundle::info;
+use crate::bundle::{Bundle, BundleFile};
+pub use crate::bundle::{BundleIntegrity, ManifestEntry};
+pub use crate::bundle::{
+    BundleLimits, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_MAX_FILES, DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_PROTO_ELEMENTS, DEFAULT_MAX_TENSOR_ELEMENTS, DEFAULT_NATIVE_BUDGET_BASE,
+    DEFAULT_NATIVE_BUDGET_PER_BYTE, MAX_PROTO_DEPTH,
+};
 use cache::MatrixCache;
 pub use cache::MatrixEmbedding;
 pub use executor::Backend;
@@ -39,12 +40,6 @@ use executor::DenseGraph;
 pub use info::{
     GraphEngine, HeadCost, HeadInfo, Kernel, ModelInfo, ScorePolarity, ShapeFeature,
     ShapeNormalization, Target, MAX_FORMAT_VERSION, MIN_FORMAT_VERSION,
-};
-pub use integrity::{BundleIntegrity, ManifestEntry};
-pub use limits::{
-    BundleLimits, DEFAULT_MAX_BUNDLE_BYTES, DEFAULT_MAX_FILES, DEFAULT_MAX_FILE_BYTES,
-    DEFAULT_MAX_PROTO_ELEMENTS, DEFAULT_MAX_TENSOR_ELEMENTS, DEFAULT_NATIVE_BUDGET_BASE,
-    DEFAULT_NATIVE_BUDGET_PER_BYTE, MAX_PROTO_DEPTH,
 };
 use native::{Exec, NativeHead, NativeMatrixEmbedder};
 pub(crate) use run::Prepared;
@@ -242,7 +237,7 @@ impl Model {
     }
 
     fn from_bundle(bundle: Bundle, options: &LoadOptions) -> Result<Self> {
-        let integrity = integrity::verify(&bundle, options.allow_provenance_mismatch)?;
+        let integrity = crate::bundle::verify(&bundle, options.allow_provenance_mismatch)?;
         let f = &bundle.featurizer;
         let featurizer = FeaturizerGraph::from_spec(&f.featurizer_spec()?)?;
         let featurizer_dim = featurizer.output_dim();

@@ -17,9 +17,8 @@
 
 use std::cell::Cell;
 
+use crate::bundle::{BundleFile, BundleLimits};
 use crate::error::{Error, ErrorKind, Result};
-use crate::model::bundle::BundleFile;
-use crate::model::limits::BundleLimits;
 
 /// Rows of the working chunk of a compiled program (see `program`); each column of a row
 /// buffer is charged this many times.

@@ -11,9 +11,9 @@ use std::rc::Rc;
 
 use super::budget::{prod, Budget};
 use super::ir::{Graph, Mat, Node, ValueId};
+use crate::bundle::onnx_proto::{data_type, AttributeProto, NodeProto, TensorProto};
+use crate::bundle::{tensor_to_f32, BundleFile};
 use crate::error::{Error, Result};
-use crate::model::bundle::{tensor_to_f32, BundleFile};
-use crate::model::onnx_proto::{data_type, AttributeProto, NodeProto, TensorProto};
 
 /// The outcome of importing one graph.
 #[derive(Debug)]

@@ -63,9 +63,8 @@ use import::{import, Import};
 pub(crate) use program::CandidateRows;
 use program::{Program, Stage};
 
+use crate::bundle::{BundleFile, BundleLimits};
 use crate::error::{Error, Result};
-use crate::model::bundle::BundleFile;
-use crate::model::limits::BundleLimits;
 use crate::schedule::Schema;
 use crate::simd::gemm::padded;
 use crate::simd::SimdLevel;

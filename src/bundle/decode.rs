@@ -10,48 +10,13 @@ use std::path::Path;
 
 use prost::Message;
 
-use super::bundle_dir::{check_in_memory_sizes, list_bundle_files, read_bundle_file};
-use super::info::check_format_version;
-use super::integrity::{sha256_hex, Manifest, MANIFEST_FILE};
+use super::dir::{check_in_memory_sizes, list_bundle_files, read_bundle_file};
 use super::limits::{scan_model_proto, BundleLimits};
+use super::manifest::{sha256_hex, Manifest};
+use super::names::{check_format_version, Role, MANIFEST_FILE};
 use super::onnx_proto::{attribute_type, data_type, ModelProto, TensorProto, ValueInfoProto};
 use crate::error::{Error, ErrorKind, Result};
 use crate::featurize::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
-
-/// The role of one bundle file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    Featurizer,
-    MatrixEmbedder,
-    ScheduleEmbedder,
-    Predictor,
-}
-
-impl Role {
-    fn parse(text: &str, origin: &str) -> Result<Self> {
-        match text {
-            "featurizer" => Ok(Role::Featurizer),
-            "matrix_embedder" => Ok(Role::MatrixEmbedder),
-            "schedule_embedder" => Ok(Role::ScheduleEmbedder),
-            "predictor" => Ok(Role::Predictor),
-            other => Err(Error::bundle(
-                format!("{origin}: dashrank.role"),
-                format!(
-                    "unknown role '{other}' (expected featurizer, matrix_embedder, schedule_embedder or predictor)"
-                ),
-            )),
-        }
-    }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Role::Featurizer => "featurizer",
-            Role::MatrixEmbedder => "matrix_embedder",
-            Role::ScheduleEmbedder => "schedule_embedder",
-            Role::Predictor => "predictor",
-        }
-    }
-}
 
 /// One decoded bundle file.
 #[derive(Debug, Clone)]
@@ -409,7 +374,7 @@ pub(crate) struct Bundle {
 }
 
 impl Bundle {
-    /// Reads every `*.onnx` file of a bundle directory (see `bundle_dir::list_bundle_files`
+    /// Reads every `*.onnx` file of a bundle directory (see `dir::list_bundle_files`
     /// for which entries count and the symlink rule), within `limits`.
     pub(crate) fn read_dir(dir: &Path, limits: &BundleLimits) -> Result<Self> {
         let entries = list_bundle_files(dir, limits)?;

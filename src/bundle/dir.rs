@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::integrity::MANIFEST_FILE;
 use super::limits::BundleLimits;
+use super::names::MANIFEST_FILE;
 use crate::error::{Error, Result};
 
 /// One `.onnx` entry of a bundle directory, as listed by [`list_bundle_files`].

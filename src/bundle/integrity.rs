@@ -22,117 +22,16 @@
 //!
 //! [`LoadOptions::allow_provenance_mismatch`]: crate::LoadOptions::allow_provenance_mismatch
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::bundle::{Bundle, BundleFile};
+use super::decode::{Bundle, BundleFile};
+use super::manifest::{hex, BundleIntegrity, Manifest, ManifestEntry};
+use super::names::{FEATURIZER_KEY, MANIFEST_FILE, MAPPER_KEY, MAPPER_PREFIX};
 use crate::error::{Error, Result};
 use crate::featurize::spec::TensorSpec;
 
-/// File name of the manifest inside a bundle directory.
-pub const MANIFEST_FILE: &str = "manifest.json";
-const FEATURIZER_KEY: &str = "dashrank.featurizer_sha256";
-const MAPPER_KEY: &str = "dashrank.mapper_sha256";
-const MAPPER_PREFIX: &str = "mapper.";
 const STAMP_HINT: &str = "written before manifests and provenance hashes existed? re-export it, \
      or vouch for the files as they are with `python -m dashrank_onnx.manifest DIR --stamp`";
-
-/// One bundle file as listed in its manifest and verified at load.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ManifestEntry {
-    /// File name inside the bundle.
-    pub name: String,
-    /// Size in bytes.
-    pub bytes: u64,
-    /// SHA-256 of the file's bytes, lowercase hex.
-    pub sha256: String,
-    /// The file's `dashrank.role`.
-    pub role: String,
-    /// The head the file belongs to (schedule embedders and predictors).
-    pub head: Option<String>,
-}
-
-/// What loading verified about a bundle's integrity and provenance.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct BundleIntegrity {
-    /// Weight hash of the featurizer and matrix embedder (lowercase hex SHA-256).
-    pub featurizer_sha256: String,
-    /// Weight hash of the shared configuration mapper (of the empty set for WACO bundles).
-    pub mapper_sha256: String,
-    /// The manifest: every `.onnx` file, in name order.
-    pub files: Vec<ManifestEntry>,
-    /// Provenance mismatches accepted because of
-    /// [`LoadOptions::allow_provenance_mismatch`](crate::LoadOptions::allow_provenance_mismatch),
-    /// one message per file (empty otherwise).
-    pub provenance_overrides: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct ManifestJson {
-    format: String,
-    version: u32,
-    algorithm: String,
-    files: BTreeMap<String, EntryJson>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EntryJson {
-    bytes: u64,
-    sha256: String,
-}
-
-/// A parsed `manifest.json`: file name → (size, SHA-256 hex).
-#[derive(Debug, Clone)]
-pub(crate) struct Manifest {
-    files: BTreeMap<String, (u64, String)>,
-}
-
-impl Manifest {
-    /// Parses `manifest.json` (`dashrank-manifest` version 1, algorithm `sha256`).
-    pub(crate) fn parse(bytes: &[u8]) -> Result<Self> {
-        let m: ManifestJson = serde_json::from_slice(bytes)
-            .map_err(|e| Error::bundle(MANIFEST_FILE, format!("not a valid manifest: {e}")))?;
-        if m.format != "dashrank-manifest" || m.version != 1 || m.algorithm != "sha256" {
-            return Err(Error::bundle(
-                MANIFEST_FILE,
-                format!(
-                    "format '{}' version {} algorithm '{}': this library reads dashrank-manifest version 1 (sha256)",
-                    m.format, m.version, m.algorithm
-                ),
-            ));
-        }
-        Ok(Self {
-            files: m
-                .files
-                .into_iter()
-                .map(|(k, e)| (k, (e.bytes, e.sha256)))
-                .collect(),
-        })
-    }
-
-    /// Whether `name` is listed with exactly this size and digest.
-    pub(crate) fn matches(&self, name: &str, len: usize, sha256: &str) -> bool {
-        self.files
-            .get(name)
-            .is_some_and(|(n, h)| *n == len as u64 && h == sha256)
-    }
-}
-
-/// Lowercase hex SHA-256 of some bytes.
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex(Sha256::digest(bytes).as_slice())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
 
 /// Canonical weight hasher (module docs).
 struct WeightsHash(Sha256);
@@ -229,10 +128,35 @@ pub(crate) fn verify(bundle: &Bundle, allow_mismatch: bool) -> Result<BundleInte
             format!("the bundle has no manifest, so its files cannot be checked for corruption ({STAMP_HINT})"),
         )
     })?;
+    let recorded = recorded_hashes(bundle)?;
+    let overrides = check_head_provenance(bundle, manifest, &recorded, allow_mismatch)?;
+    let files = check_manifest(bundle, manifest)?;
+    check_weights(bundle, &recorded)?;
+    Ok(BundleIntegrity {
+        featurizer_sha256: recorded.featurizer.to_string(),
+        mapper_sha256: recorded.mapper.to_string(),
+        files,
+        provenance_overrides: overrides,
+    })
+}
+
+/// The featurizer and mapper hashes a bundle records (in its featurizer file).
+struct Recorded<'a> {
+    featurizer: &'a str,
+    mapper: &'a str,
+}
+
+/// The hashes the featurizer records, which the matrix embedder must record as well.
+fn recorded_hashes(bundle: &Bundle) -> Result<Recorded<'_>> {
     let (feat, matrix) = (&bundle.featurizer, &bundle.matrix_embedder);
-    let f_bundle = recorded(feat, FEATURIZER_KEY)?;
-    let m_bundle = recorded(feat, MAPPER_KEY)?;
-    for (key, want) in [(FEATURIZER_KEY, f_bundle), (MAPPER_KEY, m_bundle)] {
+    let hashes = Recorded {
+        featurizer: recorded(feat, FEATURIZER_KEY)?,
+        mapper: recorded(feat, MAPPER_KEY)?,
+    };
+    for (key, want) in [
+        (FEATURIZER_KEY, hashes.featurizer),
+        (MAPPER_KEY, hashes.mapper),
+    ] {
         let got = recorded(matrix, key)?;
         if got != want {
             return Err(Error::bundle(
@@ -244,13 +168,23 @@ pub(crate) fn verify(bundle: &Bundle, allow_mismatch: bool) -> Result<BundleInte
             ));
         }
     }
+    Ok(hashes)
+}
 
+/// Every head's files record the bundle's hashes; a mismatch is an error, or with
+/// `allow_mismatch` a warning returned as one override message per file and key.
+fn check_head_provenance(
+    bundle: &Bundle,
+    manifest: &Manifest,
+    bundle_hashes: &Recorded<'_>,
+    allow_mismatch: bool,
+) -> Result<Vec<String>> {
     let mut overrides = Vec::new();
     for (head, se, pr) in &bundle.heads {
         for file in [se, pr] {
             for (key, what, want) in [
-                (FEATURIZER_KEY, "featurizer", f_bundle),
-                (MAPPER_KEY, "configuration mapper", m_bundle),
+                (FEATURIZER_KEY, "featurizer", bundle_hashes.featurizer),
+                (MAPPER_KEY, "configuration mapper", bundle_hashes.mapper),
             ] {
                 let got = recorded(file, key)?;
                 if got == want {
@@ -280,9 +214,13 @@ pub(crate) fn verify(bundle: &Bundle, allow_mismatch: bool) -> Result<BundleInte
             }
         }
     }
+    Ok(overrides)
+}
 
-    let files = check_manifest(bundle, manifest)?;
-
+/// The recorded hashes match the weights as stored: the featurizer's, and each head's mapper.
+fn check_weights(bundle: &Bundle, recorded_hashes: &Recorded<'_>) -> Result<()> {
+    let (feat, matrix) = (&bundle.featurizer, &bundle.matrix_embedder);
+    let f_bundle = recorded_hashes.featurizer;
     let f_weights = featurizer_sha256(feat, matrix)?;
     if f_weights != f_bundle {
         return Err(Error::bundle(
@@ -306,12 +244,7 @@ pub(crate) fn verify(bundle: &Bundle, allow_mismatch: bool) -> Result<BundleInte
             ));
         }
     }
-    Ok(BundleIntegrity {
-        featurizer_sha256: f_bundle.to_string(),
-        mapper_sha256: m_bundle.to_string(),
-        files,
-        provenance_overrides: overrides,
-    })
+    Ok(())
 }
 
 /// Every file matches the manifest and every listed file is present; returns the entries.

@@ -10,11 +10,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 
-/// Oldest bundle format version this library reads.
-pub const MIN_FORMAT_VERSION: u32 = 1;
-/// Newest bundle format version this library reads.
-pub const MAX_FORMAT_VERSION: u32 = 1;
-
+pub use super::names::{MAX_FORMAT_VERSION, MIN_FORMAT_VERSION};
 pub use crate::vocab::{Kernel, Target};
 
 /// Which direction of the score means "faster".
@@ -258,7 +254,7 @@ pub struct ModelInfo {
     /// caches).
     pub content_hash: u64,
     /// The manifest and provenance hashes verified at load (bundle-format §7).
-    pub integrity: super::integrity::BundleIntegrity,
+    pub integrity: super::manifest::BundleIntegrity,
 }
 
 impl ModelInfo {
@@ -383,25 +379,6 @@ pub(crate) fn parse_metadata<T: std::str::FromStr<Err = Error>>(
     })
 }
 
-/// Parses a decimal format version and checks it against the supported window.
-pub(crate) fn check_format_version(text: &str) -> Result<u32> {
-    let found: u32 = text.trim().parse().map_err(|_| {
-        Error::bundle(
-            "dashrank.format_version",
-            format!("not a decimal integer: '{text}'"),
-        )
-    })?;
-    if !(MIN_FORMAT_VERSION..=MAX_FORMAT_VERSION).contains(&found) {
-        return Err(crate::ErrorKind::UnsupportedVersion {
-            found,
-            min: MIN_FORMAT_VERSION,
-            max: MAX_FORMAT_VERSION,
-        }
-        .into());
-    }
-    Ok(found)
-}
-
 fn wanted(target: Option<Target>, kernel: Option<Kernel>) -> String {
     match (target, kernel) {
         (Some(t), Some(k)) => format!("{t} {k}"),
@@ -436,14 +413,6 @@ mod tests {
         assert_eq!(lo.compare(1.0, 2.0), Less);
         assert_eq!(ScorePolarity::HigherIsBetter.compare(1.0, 2.0), Greater);
         assert_eq!(lo.compare(f32::NAN, -1e30), Greater);
-    }
-
-    #[test]
-    fn version_window() {
-        assert_eq!(check_format_version("1").ok(), Some(1));
-        let err = check_format_version("99").unwrap_err();
-        assert!(err.to_string().contains("99"), "{err}");
-        assert!(check_format_version("one").is_err());
     }
 
     #[test]
