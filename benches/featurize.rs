@@ -5,13 +5,16 @@
 //! bash scripts/setup.sh                                              # models/waco-spmm
 //! .venv/bin/python -m dashrank_onnx.cognate --full-size --out models/cognate-full
 //! .venv/bin/python -m dashrank_onnx.corpus                           # target/corpus
-//! cargo bench --bench featurize -- [real] [corpus] [dash]
+//! cargo bench --bench featurize -- [real] [corpus] [phases] [dash]
 //! ```
 //!
 //! Sections (all by default):
 //!
 //! - `real`: the WACO SpMM bundle on the 11 real matrices of `../shared/data/waco/matrices`.
 //! - `corpus`: the WACO SpMM bundle on the generated corpus (`target/corpus`).
+//! - `phases`: the WACO SpMM bundle on kim1, pf2177, R-MAT 10 M and uniform 10 M, one table
+//!   per matrix of each layer's time by phase (`FeaturizeStats::steps`); the kinds of work
+//!   across phases (maps, products, pooling, buffers) come from `scripts/featurize-profile.sh`.
 //! - `dash`: the full-size COGNATE bundle (`models/cognate-full`) on pf2177, kim1 and the
 //!   R-MAT corpus matrices.
 //!
@@ -326,25 +329,9 @@ impl Bench {
         one_thread: bool,
     ) -> BoxResult<()> {
         println!("\n## {title}\n");
-        if !bundle.join("featurizer.onnx").is_file() {
-            println!(
-                "skipped: {} not found (see the commands at the top of benches/featurize.rs)",
-                bundle.display()
-            );
+        let Some((g, json)) = self.graph_of(bundle)? else {
             return Ok(());
-        }
-        let dir = self
-            .repo
-            .join("target/bench")
-            .join(bundle.file_name().unwrap_or_default());
-        let (spec, json) = self.worker.graph(bundle, &dir)?;
-        let g = FeaturizerGraph::from_spec(&spec)?;
-        self.peak = self.worker.sgemm()?;
-        println!(
-            "load average {} at start; numpy float32 matmul (2048², 2 threads): {:.1} GMAC/s\n",
-            load(),
-            self.peak
-        );
+        };
         println!("| matrix | rows | nnz | Rust 2 thr (ms) |{} GMAC | GMAC/s | of sgemm | peak RSS (MiB) | charged (MiB) | numpy (ms) | speedup | max rel diff |",
             if one_thread { " Rust 1 thr (ms) |" } else { "" });
         println!(
@@ -353,53 +340,9 @@ impl Bench {
         );
         let mut speedups = Vec::new();
         for path in matrices {
-            if !path.is_file() {
-                println!(
-                    "| {} | skipped: file not found | | | | | | | | | |",
-                    path.display()
-                );
-                continue;
+            if let Some(speedup) = self.row(bundle, &g, &json, path, one_thread)? {
+                speedups.push(speedup);
             }
-            let p = CsrPattern::read_waco_csr(path)?;
-            // OpenBLAS's worker threads in the numpy child spin for about 0.1 s after its
-            // last call (`THREAD_TIMEOUT`, 2^28 cycles) and would take a core from the Rust
-            // runs of a small matrix: let them go to sleep first.
-            std::thread::sleep(OPENBLAS_SPIN);
-            let (t2, out, stats) = time_rust(&g, &p, 2)?;
-            let t1 = if one_thread {
-                Some(time_rust(&g, &p, 1)?.0)
-            } else {
-                None
-            };
-            let rss = peak_rss(&json, path).map_or("?".into(), |m| format!("{m:.0}"));
-            let gmac = stats.dense_macs as f64 / 1e9;
-            let (numpy, speedup, diff) = if p.nnz() <= self.numpy_max_nnz {
-                let (tr, conv) = self.worker.featurize(bundle, path)?;
-                speedups.push(tr / t2);
-                (
-                    format!("{:.0}", tr * 1e3),
-                    format!("{:.1}×", tr / t2),
-                    format!("{:.1e}", max_rel_diff(&out, &conv)),
-                )
-            } else {
-                ("–".into(), "–".into(), "–".into())
-            };
-            println!(
-                "| {} | {} | {} | {:.1} |{} {:.1} | {:.1} | {:.0} % | {} | {:.0} | {} | {} | {} |",
-                path.file_stem().and_then(|s| s.to_str()).unwrap_or("?"),
-                p.nrows(),
-                p.nnz(),
-                t2 * 1e3,
-                t1.map_or(String::new(), |t| format!(" {:.1} |", t * 1e3)),
-                gmac,
-                gmac / t2,
-                100.0 * gmac / t2 / self.peak,
-                rss,
-                stats.peak_bytes as f64 / (1 << 20) as f64,
-                numpy,
-                speedup,
-                diff
-            );
         }
         if !speedups.is_empty() {
             let geo = (speedups.iter().map(|x| x.ln()).sum::<f64>() / speedups.len() as f64).exp();
@@ -411,6 +354,161 @@ impl Bench {
         println!("load average at end: {}", load());
         Ok(())
     }
+
+    /// One matrix's row of [`Bench::table`]; returns the speedup over numpy where it ran.
+    fn row(
+        &mut self,
+        bundle: &Path,
+        g: &FeaturizerGraph,
+        json: &Path,
+        path: &Path,
+        one_thread: bool,
+    ) -> BoxResult<Option<f64>> {
+        if !path.is_file() {
+            println!(
+                "| {} | skipped: file not found | | | | | | | | | |",
+                path.display()
+            );
+            return Ok(None);
+        }
+        let p = CsrPattern::read_waco_csr(path)?;
+        // OpenBLAS's worker threads in the numpy child spin for about 0.1 s after its
+        // last call (`THREAD_TIMEOUT`, 2^28 cycles) and would take a core from the Rust
+        // runs of a small matrix: let them go to sleep first.
+        std::thread::sleep(OPENBLAS_SPIN);
+        let (t2, out, stats) = time_rust(g, &p, 2)?;
+        let t1 = if one_thread {
+            Some(time_rust(g, &p, 1)?.0)
+        } else {
+            None
+        };
+        let rss = peak_rss(json, path).map_or("?".into(), |m| format!("{m:.0}"));
+        let gmac = stats.dense_macs as f64 / 1e9;
+        let (mut numpy, mut speedup, mut diff) = ("–".to_string(), None, "–".to_string());
+        if p.nnz() <= self.numpy_max_nnz {
+            let (tr, conv) = self.worker.featurize(bundle, path)?;
+            numpy = format!("{:.0}", tr * 1e3);
+            speedup = Some(tr / t2);
+            diff = format!("{:.1e}", max_rel_diff(&out, &conv));
+        }
+        println!(
+            "| {} | {} | {} | {:.1} |{} {:.1} | {:.1} | {:.0} % | {} | {:.0} | {} | {} | {} |",
+            path.file_stem().and_then(|s| s.to_str()).unwrap_or("?"),
+            p.nrows(),
+            p.nnz(),
+            t2 * 1e3,
+            t1.map_or(String::new(), |t| format!(" {:.1} |", t * 1e3)),
+            gmac,
+            gmac / t2,
+            100.0 * gmac / t2 / self.peak,
+            rss,
+            stats.peak_bytes as f64 / (1 << 20) as f64,
+            numpy,
+            speedup.map_or("–".to_string(), |x| format!("{x:.1}×")),
+            diff
+        );
+        Ok(speedup)
+    }
+
+    /// Where each layer's time goes (`FeaturizeStats::steps`), for `bundle` on `matrices`
+    /// with 2 threads, from the last of the timed runs; the rate column is the whole run's,
+    /// against the same-run sgemm.
+    fn phases(&mut self, title: &str, bundle: &Path, matrices: &[PathBuf]) -> BoxResult<()> {
+        println!("\n## Phases: {title}\n");
+        let Some((g, _)) = self.graph_of(bundle)? else {
+            return Ok(());
+        };
+        for path in matrices {
+            if !path.is_file() {
+                println!("{}: skipped: file not found\n", path.display());
+                continue;
+            }
+            let p = CsrPattern::read_waco_csr(path)?;
+            std::thread::sleep(OPENBLAS_SPIN);
+            let (t2, _, stats) = time_rust(&g, &p, 2)?;
+            let gmac = stats.dense_macs as f64 / 1e9;
+            println!(
+                "### {} ({} nnz): {:.1} ms, {:.0} % of sgemm\n",
+                path.file_stem().and_then(|s| s.to_str()).unwrap_or("?"),
+                p.nnz(),
+                t2 * 1e3,
+                100.0 * gmac / t2 / self.peak
+            );
+            print_phases(&stats);
+        }
+        println!("load average at end: {}", load());
+        Ok(())
+    }
+
+    /// The bundle's featurizer graph and its spec file, after measuring the same-run sgemm
+    /// rate; `None` (with a message) when the bundle is missing.
+    fn graph_of(&mut self, bundle: &Path) -> BoxResult<Option<(FeaturizerGraph, PathBuf)>> {
+        if !bundle.join("featurizer.onnx").is_file() {
+            println!(
+                "skipped: {} not found (see the commands at the top of benches/featurize.rs)",
+                bundle.display()
+            );
+            return Ok(None);
+        }
+        let dir = self
+            .repo
+            .join("target/bench")
+            .join(bundle.file_name().unwrap_or_default());
+        let (spec, json) = self.worker.graph(bundle, &dir)?;
+        self.peak = self.worker.sgemm()?;
+        println!(
+            "load average {} at start; numpy float32 matmul (2048², 2 threads): {:.1} GMAC/s\n",
+            load(),
+            self.peak
+        );
+        Ok(Some((FeaturizerGraph::from_spec(&spec)?, json)))
+    }
+}
+
+/// Names of `StepStats::phases`, in order.
+const PHASES: [&str; 6] = [
+    "coordinates",
+    "neighbour jobs",
+    "output tables",
+    "rows and sums",
+    "windows",
+    "halos",
+];
+
+/// A layer-by-phase table (ms) with each column's share of the stencil steps' time.
+fn print_phases(stats: &FeaturizeStats) {
+    println!("| layer | op | points | ms | {} |", PHASES.join(" | "));
+    println!("|---|---|---:|---:|{}", "---:|".repeat(PHASES.len()));
+    let mut totals = [0.0f64; 6];
+    for st in &stats.steps {
+        let cells: Vec<String> = st
+            .phases
+            .iter()
+            .map(|t| format!("{:.1}", t * 1e3))
+            .collect();
+        println!(
+            "| {} | {} | {} | {:.1} | {} |",
+            st.name,
+            st.op_type,
+            st.points,
+            st.seconds * 1e3,
+            cells.join(" | ")
+        );
+        for (t, p) in totals.iter_mut().zip(st.phases) {
+            *t += p;
+        }
+    }
+    let all: f64 = stats.steps.iter().map(|s| s.seconds).sum();
+    let shares: Vec<String> = totals
+        .iter()
+        .map(|t| format!("{:.1} ({:.0} %)", t * 1e3, 100.0 * t / all.max(1e-12)))
+        .collect();
+    println!(
+        "| all | | {} | {:.1} | {} |\n",
+        stats.points,
+        all * 1e3,
+        shares.join(" | ")
+    );
 }
 
 fn main() -> BoxResult<()> {
@@ -429,12 +527,7 @@ fn main() -> BoxResult<()> {
         .map(String::as_str)
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let want = |s: &str| sections.is_empty() || sections.contains(&s);
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let shared =
-        std::env::var_os("DASHRANK_SHARED").map_or_else(|| repo.join("../shared"), PathBuf::from);
-    let real = shared.join("data/waco/matrices");
-    let corpus = repo.join("target/corpus");
     let (worker, versions) = match Worker::start(&repo) {
         Ok(w) => w,
         Err(e) => {
@@ -442,16 +535,9 @@ fn main() -> BoxResult<()> {
             return Ok(());
         }
     };
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
     println!(
-        "# Featurizer benchmark\n\n{cpu}, {} cores; {versions}; Rust: best of {RUST_RUNS} runs (up to {RUST_MAX_RUNS} within {} s for fast matrices, fewer past {} s); numpy: best of up to {REF_RUNS} within {REF_BUDGET_S} s.",
+        "# Featurizer benchmark\n\n{}, {} cores; {versions}; Rust: best of {RUST_RUNS} runs (up to {RUST_MAX_RUNS} within {} s for fast matrices, fewer past {} s); numpy: best of up to {REF_RUNS} within {REF_BUDGET_S} s.",
+        cpu_model(),
         std::thread::available_parallelism().map_or(0, |n| n.get()),
         RUST_QUICK.as_secs(),
         RUST_BUDGET.as_secs()
@@ -461,45 +547,75 @@ fn main() -> BoxResult<()> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(2_000_000);
     let mut b = Bench {
-        repo: repo.clone(),
+        repo,
         worker,
         peak: 0.0,
         numpy_max_nnz,
     };
-    let waco = repo.join("models/waco-spmm");
-    let dash = repo.join("models/cognate-full");
-    let corpus_files = |names: &[&str]| {
-        names
-            .iter()
-            .map(|n| corpus.join(format!("{n}.csr")))
-            .collect::<Vec<_>>()
-    };
-    if want("real") {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&real)
-            .map(|d| {
-                d.flatten()
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "csr"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        files.sort();
-        b.table("WACO SpMM bundle, real matrices", &waco, &files, true)?;
+    b.sections(&sections)
+}
+
+/// The CPU's model name from `/proc/cpuinfo`.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+impl Bench {
+    /// Runs the sections named (all when none is).
+    fn sections(&mut self, sections: &[&str]) -> BoxResult<()> {
+        let want = |s: &str| sections.is_empty() || sections.contains(&s);
+        let shared = std::env::var_os("DASHRANK_SHARED")
+            .map_or_else(|| self.repo.join("../shared"), PathBuf::from);
+        let real = shared.join("data/waco/matrices");
+        let corpus = self.repo.join("target/corpus");
+        let waco = self.repo.join("models/waco-spmm");
+        let dash = self.repo.join("models/cognate-full");
+        let corpus_files = |names: &[&str]| {
+            names
+                .iter()
+                .map(|n| corpus.join(format!("{n}.csr")))
+                .collect::<Vec<_>>()
+        };
+        if want("real") {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&real)
+                .map(|d| {
+                    d.flatten()
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|e| e == "csr"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            files.sort();
+            self.table("WACO SpMM bundle, real matrices", &waco, &files, true)?;
+        }
+        if want("corpus") {
+            let names = [
+                "rmat-1m",
+                "uniform-1m",
+                "rmat-10m",
+                "uniform-10m",
+                "laplace-10m",
+            ];
+            let files = corpus_files(&names);
+            self.table("WACO SpMM bundle, generated corpus", &waco, &files, false)?;
+        }
+        if want("phases") {
+            let mut files = vec![real.join("kim1.csr"), real.join("pf2177.csr")];
+            files.extend(corpus_files(&["rmat-10m", "uniform-10m"]));
+            self.phases("WACO SpMM bundle", &waco, &files)?;
+        }
+        if want("dash") {
+            let mut files = vec![real.join("pf2177.csr"), real.join("kim1.csr")];
+            files.extend(corpus_files(&["rmat-1m", "rmat-10m"]));
+            self.table("full-size COGNATE bundle", &dash, &files, false)?;
+        }
+        Ok(())
     }
-    if want("corpus") {
-        let files = corpus_files(&[
-            "rmat-1m",
-            "uniform-1m",
-            "rmat-10m",
-            "uniform-10m",
-            "laplace-10m",
-        ]);
-        b.table("WACO SpMM bundle, generated corpus", &waco, &files, false)?;
-    }
-    if want("dash") {
-        let mut files = vec![real.join("pf2177.csr"), real.join("kim1.csr")];
-        files.extend(corpus_files(&["rmat-1m", "rmat-10m"]));
-        b.table("full-size COGNATE bundle", &dash, &files, false)?;
-    }
-    Ok(())
 }

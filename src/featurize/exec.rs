@@ -49,6 +49,31 @@ pub struct FeaturizeStats {
     pub rows_computed: u64,
     /// Output points, over all stencils.
     pub points: u64,
+    /// Per stencil step (sparse conv or pool), in plan order: where its time went.
+    pub steps: Vec<StepStats>,
+}
+
+/// One stencil step's figures in a run (wall time, summed over the run's bands and calls).
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct StepStats {
+    /// The graph node the step computes.
+    pub name: String,
+    /// Its ONNX op type (`SparseConv`, `SparseMaxPool`, …).
+    pub op_type: String,
+    /// Seconds in the step in all.
+    pub seconds: f64,
+    /// Output points it produced.
+    pub points: u64,
+    /// Output rows it computed (points sharing a row count once).
+    pub rows_computed: u64,
+    /// `(output point, neighbour)` pairs it visited.
+    pub pairs: u64,
+    /// Seconds per phase, in this order: output coordinates, neighbour jobs (the shared
+    /// path's search and key lookups), output tables, rows and sums (the products and the
+    /// pooling sums; on the direct path also its neighbour search), window assembly, halo
+    /// cuts.
+    pub phases: [f64; 6],
 }
 
 /// One run.
@@ -201,9 +226,26 @@ impl<'a, 'm> Run<'a, 'm> {
             }
         }
         self.stats.peak_bytes = self.mem.peak();
+        self.stats.steps = self.step_stats();
         let stats = std::mem::take(&mut self.stats);
         let out = self.finish()?;
         Ok((out, stats))
+    }
+
+    /// The per-step figures gathered so far.
+    fn step_stats(&self) -> Vec<StepStats> {
+        let per_step = self.plan.stencils.iter().zip(&self.times).zip(&self.phases);
+        per_step
+            .map(|((st, &(seconds, rows, pairs)), &phases)| StepStats {
+                name: st.name.clone(),
+                op_type: st.op.op_type().to_string(),
+                seconds,
+                points: self.points[st.output],
+                rows_computed: rows,
+                pairs,
+                phases,
+            })
+            .collect()
     }
 
     /// Runs the stencil steps in order until none has final rows left. A step on the direct

@@ -83,6 +83,6 @@ mod tree_sum;
 mod validate;
 mod window;
 
-pub use exec::FeaturizeStats;
+pub use exec::{FeaturizeStats, StepStats};
 pub use graph::{FeaturizeOptions, FeaturizerGraph};
 pub use ops::SPARSE_DOMAIN;
