@@ -10,8 +10,8 @@
 # side: each libFuzzer process uses one core; --lanes N runs N processes of each target on its
 # one corpus, their executions summed, for a campaign on one target); with both --time and --runs a run stops at
 # whichever comes first. --no-trace-compares builds without libFuzzer's comparison tracing
-# (into fuzz/target/no-trace-compares): about 1.8x the executions per second on
-# capi_sequence, whose time otherwise goes half to tracing the featurizer's comparisons;
+# (into fuzz/target/no-trace-compares): more executions per second on targets whose time
+# goes largely to tracing comparisons (capi_sequence, onnx_graph; see docs/reliability.md);
 # mutations are then no longer guided by compared values, so use it for long campaigns on a
 # grown corpus, beside a run with tracing. Installs cargo-fuzz (crates.io) when missing and
 # runs on the machine's stable toolchain (RUSTC_BOOTSTRAP=1; no nightly needed). Corpora live

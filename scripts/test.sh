@@ -83,8 +83,8 @@ for level in avx2 scalar; do
 done
 
 # tract only runs the fixtures' and WACO's small dense graphs here, so its crates are compiled
-# at opt-level 0: the build takes about half the time (tract-core alone 58 s instead of 258 s
-# on a 2-core Zen 3) and the tests the same time. Release builds outside CI keep opt-level 3.
+# at opt-level 0: the build trades run speed the tests do not need (tract-core is the long
+# crate) for build time. Release builds outside CI keep opt-level 3.
 # The tests whose behaviour does not depend on the ort features (featurizer identity, the
 # COGNATE round trip, spaces, hostile matrices, fuzz regressions, tuning through the C ABI)
 # ran in the lean build above and run again on ONNX Runtime below.
