@@ -55,102 +55,32 @@ type Shard = (Vec<(u32, u32, u32)>, Vec<u32>);
 /// A task's owner of each keyed job, the row of each job it owns, and the owned jobs.
 type Owned = (Vec<(u32, u32)>, Vec<u32>, TaskJobs);
 
+/// A task's keyed jobs grouped by shard (job numbers), and the group starts (`SHARDS + 1`).
+type Grouped = (Vec<u32>, Vec<u32>);
+
 /// Merges the tasks' jobs band-wide (see the module docs); `grain` is the parallel loops'
 /// `with_min_len` (see `rulebook::grain`).
 pub(crate) fn share(tasks: Vec<Phase>, grain: usize) -> BandJobs {
-    let n_tasks = tasks.len();
-    // Per task: its keyed jobs grouped by shard, and the group starts.
-    let grouped: Vec<(Vec<u32>, Vec<u32>)> = tasks
+    let grouped: Vec<Grouped> = tasks
         .par_iter()
         .with_min_len(grain)
-        .map(|t| {
-            let mut counts = vec![0u32; SHARDS + 1];
-            for &h in &t.keyed.hash {
-                counts[shard(h) + 1] += 1;
-            }
-            for s in 0..SHARDS {
-                counts[s + 1] += counts[s];
-            }
-            let mut fill = counts.clone();
-            let mut order = vec![0u32; counts[SHARDS] as usize];
-            for (j, &h) in t.keyed.hash.iter().enumerate() {
-                let s = shard(h);
-                order[fill[s] as usize] = j as u32;
-                fill[s] += 1;
-            }
-            (order, counts)
-        })
+        .map(group_by_shard)
         .collect();
-    // Per shard: each distinct key's owner `(task, job)` and number of points, and per visit
-    // (tasks in order, each task's jobs of the shard in order) the visited job's key.
     let shards: Vec<Shard> = (0..SHARDS)
         .into_par_iter()
         .with_min_len(grain)
-        .map(|s| {
-            let visits: usize = grouped
-                .iter()
-                .map(|(_, c)| (c[s + 1] - c[s]) as usize)
-                .sum();
-            let mut index = Index::with_capacity(visits);
-            let (mut keys, mut hashes): (Vec<(u32, u32, u32)>, Vec<u64>) = (Vec::new(), Vec::new());
-            let mut seen = Vec::with_capacity(visits);
-            for (t, (task, (order, counts))) in tasks.iter().zip(&grouped).enumerate() {
-                for &j in &order[counts[s] as usize..counts[s + 1] as usize] {
-                    let (pairs, h) = (task.keyed.pairs(j as usize), task.keyed.hash[j as usize]);
-                    let same = |k: usize| {
-                        let (ot, oj, _) = keys[k];
-                        tasks[ot as usize].keyed.pairs(oj as usize) == pairs
-                    };
-                    let (k, new) = index.find(h, &hashes, same);
-                    if new {
-                        keys.push((t as u32, j, 0));
-                        hashes.push(h);
-                    }
-                    keys[k as usize].2 += task.keyed.uses[j as usize];
-                    seen.push(k);
-                }
-            }
-            (keys, seen)
-        })
+        .map(|s| merge_shard(s, &tasks, &grouped))
         .collect();
-    // Where each task's visits start in each shard's list.
-    let mut visit_start = vec![vec![0usize; SHARDS]; n_tasks];
-    for s in 0..SHARDS {
-        let mut at = 0;
-        for (t, (_, counts)) in grouped.iter().enumerate() {
-            visit_start[t][s] = at;
-            at += (counts[s + 1] - counts[s]) as usize;
-        }
-    }
-    // Per task: the owner of each keyed job, and the list of the keys it owns (in job
-    // order) with their row within that list.
+    let visit_start = visit_starts(&grouped);
     let owned: Vec<Owned> = tasks
         .par_iter()
         .enumerate()
         .with_min_len(grain)
-        .map(|(t, task)| {
-            let (order, counts) = &grouped[t];
-            let mut owner = vec![(0u32, 0u32); task.keyed.len()];
-            let mut row = vec![NONE; task.keyed.len()];
-            let mut list = TaskJobs::new();
-            for s in 0..SHARDS {
-                let (keys, seen) = &shards[s];
-                let group = &order[counts[s] as usize..counts[s + 1] as usize];
-                for (&j, &k) in group.iter().zip(&seen[visit_start[t][s]..]) {
-                    let (ot, oj, uses) = keys[k as usize];
-                    owner[j as usize] = (ot, oj);
-                    if (ot as usize, oj) == (t, j) {
-                        row[j as usize] = list.len() as u32;
-                        list.push_job(task.keyed.pairs(j as usize).iter().copied(), uses);
-                    }
-                }
-            }
-            (owner, row, list)
-        })
+        .map(|(t, task)| owned_keys(t, task, &grouped[t], &shards, &visit_start[t]))
         .collect();
     drop(shards);
     // Band rows: per task, the keys it owns, then its unique jobs.
-    let mut bases = Vec::with_capacity(n_tasks);
+    let mut bases = Vec::with_capacity(tasks.len());
     let mut rows = 0;
     for (o, t) in owned.iter().zip(&tasks) {
         bases.push(rows);
@@ -162,21 +92,10 @@ pub(crate) fn share(tasks: Vec<Phase>, grain: usize) -> BandJobs {
         .zip(&bases)
         .with_min_len(grain)
         .map(|((task, (owner, _, list)), &base)| {
-            let unique_base = base + list.len();
-            task.point_job
-                .iter()
-                .map(|&pj| {
-                    if pj & KEYED != 0 {
-                        let (ot, oj) = owner[(pj & !KEYED) as usize];
-                        (bases[ot as usize] + owned[ot as usize].1[oj as usize] as usize) as u32
-                    } else {
-                        (unique_base + pj as usize) as u32
-                    }
-                })
-                .collect()
+            task_point_rows(task, owner, base + list.len(), &bases, &owned)
         })
         .collect();
-    let mut lists = Vec::with_capacity(2 * n_tasks);
+    let mut lists = Vec::with_capacity(2 * tasks.len());
     for ((_, _, list), task) in owned.into_iter().zip(tasks) {
         lists.push(list);
         lists.push(task.unique);
@@ -186,4 +105,114 @@ pub(crate) fn share(tasks: Vec<Phase>, grain: usize) -> BandJobs {
         point_rows,
         rows,
     }
+}
+
+/// Task `t`'s keyed jobs grouped by shard, in job order within each group.
+fn group_by_shard(t: &Phase) -> Grouped {
+    let mut counts = vec![0u32; SHARDS + 1];
+    for &h in &t.keyed.hash {
+        counts[shard(h) + 1] += 1;
+    }
+    for s in 0..SHARDS {
+        counts[s + 1] += counts[s];
+    }
+    let mut fill = counts.clone();
+    let mut order = vec![0u32; counts[SHARDS] as usize];
+    for (j, &h) in t.keyed.hash.iter().enumerate() {
+        let s = shard(h);
+        order[fill[s] as usize] = j as u32;
+        fill[s] += 1;
+    }
+    (order, counts)
+}
+
+/// Shard `s`'s distinct keys, each with its owner `(task, job)` and number of points, and
+/// per visit (tasks in order, each task's jobs of the shard in order) the visited job's key.
+fn merge_shard(s: usize, tasks: &[Phase], grouped: &[Grouped]) -> Shard {
+    let visits: usize = grouped
+        .iter()
+        .map(|(_, c)| (c[s + 1] - c[s]) as usize)
+        .sum();
+    let mut index = Index::with_capacity(visits);
+    let (mut keys, mut hashes): (Vec<(u32, u32, u32)>, Vec<u64>) = (Vec::new(), Vec::new());
+    let mut seen = Vec::with_capacity(visits);
+    for (t, (task, (order, counts))) in tasks.iter().zip(grouped).enumerate() {
+        for &j in &order[counts[s] as usize..counts[s + 1] as usize] {
+            let (pairs, h) = (task.keyed.pairs(j as usize), task.keyed.hash[j as usize]);
+            let same = |k: usize| {
+                let (ot, oj, _) = keys[k];
+                tasks[ot as usize].keyed.pairs(oj as usize) == pairs
+            };
+            let (k, new) = index.find(h, &hashes, same);
+            if new {
+                keys.push((t as u32, j, 0));
+                hashes.push(h);
+            }
+            keys[k as usize].2 += task.keyed.uses[j as usize];
+            seen.push(k);
+        }
+    }
+    (keys, seen)
+}
+
+/// Per task and shard, where the task's visits start in the shard's list of visits.
+fn visit_starts(grouped: &[Grouped]) -> Vec<Vec<usize>> {
+    let mut visit_start = vec![vec![0usize; SHARDS]; grouped.len()];
+    for s in 0..SHARDS {
+        let mut at = 0;
+        for (t, (_, counts)) in grouped.iter().enumerate() {
+            visit_start[t][s] = at;
+            at += (counts[s + 1] - counts[s]) as usize;
+        }
+    }
+    visit_start
+}
+
+/// Task `t`'s owner of each keyed job, and the list of the keys it owns (in job order)
+/// with their row within that list; `visit_start` is where its visits start per shard.
+fn owned_keys(
+    t: usize,
+    task: &Phase,
+    (order, counts): &Grouped,
+    shards: &[Shard],
+    visit_start: &[usize],
+) -> Owned {
+    let mut owner = vec![(0u32, 0u32); task.keyed.len()];
+    let mut row = vec![NONE; task.keyed.len()];
+    let mut list = TaskJobs::new();
+    for s in 0..SHARDS {
+        let (keys, seen) = &shards[s];
+        let group = &order[counts[s] as usize..counts[s + 1] as usize];
+        for (&j, &k) in group.iter().zip(&seen[visit_start[s]..]) {
+            let (ot, oj, uses) = keys[k as usize];
+            owner[j as usize] = (ot, oj);
+            if (ot as usize, oj) == (t, j) {
+                row[j as usize] = list.len() as u32;
+                list.push_job(task.keyed.pairs(j as usize).iter().copied(), uses);
+            }
+        }
+    }
+    (owner, row, list)
+}
+
+/// The band row of each of `task`'s points: a keyed job's is its owner's row (`bases` are
+/// the tasks' first band rows), a unique job's follows `unique_base`.
+fn task_point_rows(
+    task: &Phase,
+    owner: &[(u32, u32)],
+    unique_base: usize,
+    bases: &[usize],
+    owned: &[Owned],
+) -> Vec<u32> {
+    task.point_job
+        .iter()
+        .map(|&pj| {
+            if pj & KEYED != 0 {
+                let (ot, oj) = owner[(pj & !KEYED) as usize];
+                (bases[ot as usize] + owned[ot as usize].1[oj as usize] as usize) as u32
+            } else {
+                (unique_base + pj as usize) as u32
+            }
+        })
+        .collect()
 }

@@ -185,61 +185,90 @@ pub(crate) fn task_jobs(
     level: SimdLevel,
 ) -> Phase {
     let n = out.points_of(rows.clone()).len();
-    let mut ph = Phase {
+    let ph = Phase {
         keyed: TaskJobs::new(),
         unique: TaskJobs::new(),
         point_job: Vec::with_capacity(n),
         point_pairs: 0,
     };
     if input.is_constant() && geom.k * geom.k <= 64 {
-        // The key is the neighbour mask, kept as two pseudo-pairs until `expand_masks` (the
-        // job's pairs then all read row 0).
-        let mut index = Index::with_capacity(64);
-        let (mut masks_of, mut mask_hash): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
-        let mut last: Option<(u64, u32)> = None;
-        let mut once = |mask: u64, ph: &mut Phase| {
-            let j = match last {
-                Some((m, j)) if m == mask => j,
-                _ => {
-                    // The index takes the hash's low bits: fold the product's high half
-                    // into them (the low bits of a product depend only on the mask's low
-                    // bits, and masks that differ only in their upper kernel columns would
-                    // all probe from one slot).
-                    let x = mask.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                    let h = x ^ (x >> 32);
-                    let (j, new) = index.find(h, &mask_hash, |j| masks_of[j] == mask);
-                    if new {
-                        let key = mask_key(mask);
-                        ph.keyed.hash.push(hash_pairs(key.into_iter()));
-                        ph.keyed.push_job(key.into_iter(), 0);
-                        masks_of.push(mask);
-                        mask_hash.push(h);
-                    }
-                    j
+        mask_jobs(input, out, rows, geom, masks, level, ph)
+    } else {
+        pair_jobs(input, out, rows, geom, share, level, ph)
+    }
+}
+
+/// [`task_jobs`] of a constant input whose neighbour masks fit a `u64`: the key is the
+/// neighbour mask, kept as two pseudo-pairs until [`expand_masks`] (the job's pairs then all
+/// read row 0); the masks come from the bitmaps of `masks`, else from the neighbour search.
+fn mask_jobs(
+    input: &Window<'_>,
+    out: &Coords,
+    rows: Range<usize>,
+    geom: &Geometry,
+    masks: Option<&MaskGeometry>,
+    level: SimdLevel,
+    mut ph: Phase,
+) -> Phase {
+    let mut index = Index::with_capacity(64);
+    let (mut masks_of, mut mask_hash): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+    let mut last: Option<(u64, u32)> = None;
+    let mut once = |mask: u64, ph: &mut Phase| {
+        let j = match last {
+            Some((m, j)) if m == mask => j,
+            _ => {
+                // The index takes the hash's low bits: fold the product's high half into
+                // them (the low bits of a product depend only on the mask's low bits, and
+                // masks that differ only in their upper kernel columns would all probe
+                // from one slot).
+                let x = mask.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                let h = x ^ (x >> 32);
+                let (j, new) = index.find(h, &mask_hash, |j| masks_of[j] == mask);
+                if new {
+                    let key = mask_key(mask);
+                    ph.keyed.hash.push(hash_pairs(key.into_iter()));
+                    ph.keyed.push_job(key.into_iter(), 0);
+                    masks_of.push(mask);
+                    mask_hash.push(h);
                 }
-            };
-            last = Some((mask, j));
-            ph.keyed.uses[j as usize] += 1;
-            ph.point_job.push(KEYED | j);
-            ph.point_pairs += u64::from(mask.count_ones());
-        };
-        if let Some(g) = masks {
-            let mut scan = MaskScanner::new(&input.coords, geom, g);
-            for ri in rows {
-                scan.start_row(out.rows[ri]);
-                for p in out.row_range(ri) {
-                    once(scan.mask(out.cols[p]), &mut ph);
-                }
+                j
             }
-        } else {
-            let mut nb = Neighbours::new(&input.coords, geom, level);
-            for ri in rows {
-                nb.start_row(out.rows[ri]);
-                nb.each_mask(&out.cols[out.row_range(ri)], |_, mask| once(mask, &mut ph));
+        };
+        last = Some((mask, j));
+        ph.keyed.uses[j as usize] += 1;
+        ph.point_job.push(KEYED | j);
+        ph.point_pairs += u64::from(mask.count_ones());
+    };
+    if let Some(g) = masks {
+        let mut scan = MaskScanner::new(&input.coords, geom, g);
+        for ri in rows {
+            scan.start_row(out.rows[ri]);
+            for p in out.row_range(ri) {
+                once(scan.mask(out.cols[p]), &mut ph);
             }
         }
-        return ph;
+    } else {
+        let mut nb = Neighbours::new(&input.coords, geom, level);
+        for ri in rows {
+            nb.start_row(out.rows[ri]);
+            nb.each_mask(&out.cols[out.row_range(ri)], |_, mask| once(mask, &mut ph));
+        }
     }
+    ph
+}
+
+/// [`task_jobs`] of an input of computed rows (or of a constant input with wide kernels):
+/// each point's key is its neighbour pairs, looked up through a [`KeySink`].
+fn pair_jobs(
+    input: &Window<'_>,
+    out: &Coords,
+    rows: Range<usize>,
+    geom: &Geometry,
+    share: bool,
+    level: SimdLevel,
+    mut ph: Phase,
+) -> Phase {
+    let n = out.points_of(rows.clone()).len();
     ph.unique.pairs.reserve(geom.k * n);
     ph.unique.starts.reserve(n);
     ph.unique.uses.reserve(n);

@@ -665,6 +665,100 @@ mod tests {
         }
     }
 
+    /// A banded pattern: long rows, windows overlapping many points.
+    fn banded_pattern() -> CsrPattern {
+        let n = 300usize;
+        let mut rp = vec![0];
+        let mut ci = Vec::new();
+        for r in 0..n {
+            ci.extend((r.saturating_sub(40)..(r + 40).min(n)).map(|c| c as u32));
+            rp.push(ci.len());
+        }
+        CsrPattern::new(n, n, rp, ci).expect("valid")
+    }
+
+    /// Columns up to the largest the pattern allows, where window ends pass `i32::MAX`.
+    fn edge_pattern() -> CsrPattern {
+        let (n, top) = (60usize, i32::MAX as u32 - 1);
+        let mut rp = vec![0];
+        let mut ci = Vec::new();
+        for r in 0..n {
+            ci.extend((0..40u32).map(|i| top - 600 + i * 15 + (r as u32 * 7) % 13));
+            ci.push(top - (r as u32 % 3));
+            rp.push(ci.len());
+        }
+        CsrPattern::new(n, i32::MAX as usize, rp, ci).expect("valid")
+    }
+
+    /// The kernel sizes, dilations and strides the searches are checked on.
+    const SEARCH_CASES: [(usize, u64, u64); 9] = [
+        (1, 1, 1),
+        (2, 1, 2),
+        (3, 1, 1),
+        (3, 1, 2),
+        (3, 2, 1),
+        (4, 1, 1),
+        (5, 1, 1),
+        (5, 1, 2),
+        (7, 1, 1),
+    ];
+
+    /// The reference: the pairs of every point of `out` over `input`, row by row, from the
+    /// scalar search's `point`.
+    fn reference_pairs(input: &Coords, out: &Coords, geom: &Geometry) -> Vec<Vec<(u32, u32)>> {
+        let mut reference = Neighbours::new(input, geom, SimdLevel::Scalar);
+        let mut want = Vec::new();
+        for (ri, &row) in out.rows.iter().enumerate() {
+            reference.start_row(row);
+            for pi in out.row_range(ri) {
+                want.push(reference.point(out.cols[pi]).to_vec());
+            }
+        }
+        want
+    }
+
+    /// Checks `each_point`, `each_point_into` and (for `k² ≤ 32`) `each_mask` of `level`
+    /// against the reference pairs `want`, with every row split over two calls; `what`
+    /// names the case. Returns the number of pairs checked.
+    fn check_searches(
+        input: &Coords,
+        out: &Coords,
+        geom: &Geometry,
+        level: SimdLevel,
+        want: &[Vec<(u32, u32)>],
+        what: &str,
+    ) -> u64 {
+        let k = geom.k;
+        let mut nb = Neighbours::new(input, geom, level);
+        let mut nm = Neighbours::new(input, geom, level);
+        let mut ns = Neighbours::new(input, geom, level);
+        let (mut got, mut masks) = (Vec::new(), Vec::new());
+        let mut sunk = Collect(vec![Vec::new()]);
+        for (ri, &row) in out.rows.iter().enumerate() {
+            nb.start_row(row);
+            nm.start_row(row);
+            ns.start_row(row);
+            let cols = &out.cols[out.row_range(ri)];
+            // Rows in two calls (a cut inside a vector block when long enough).
+            let cut = cols.len() / 3;
+            for part in [&cols[..cut], &cols[cut..]] {
+                nb.each_point(part, |_, list| got.push(list.to_vec()));
+                ns.each_point_into(part, &mut sunk);
+                if k * k <= 32 {
+                    nm.each_mask(part, |_, m| masks.push(m));
+                }
+            }
+        }
+        assert_eq!(got, want, "pairs, {what}");
+        sunk.0.pop();
+        assert_eq!(sunk.0, want, "pairs through a sink, {what}");
+        if k * k <= 32 {
+            let want_masks: Vec<u64> = want.iter().map(|l| mask_of_list(l, k as u32)).collect();
+            assert_eq!(masks, want_masks, "masks, {what}");
+        }
+        got.iter().map(|l| l.len() as u64).sum::<u64>()
+    }
+
     /// `each_point`, `each_point_into` and `each_mask` on every supported level give the
     /// scalar reference's
     /// pairs (`point`) and their masks, for dense and dilated kernels of sizes 1 to 5, strides
@@ -673,92 +767,29 @@ mod tests {
     #[test]
     fn searches_agree_with_the_reference() {
         use crate::featurize::tests::{random_pattern, rmat};
-        let banded = {
-            let n = 300usize;
-            let mut rp = vec![0];
-            let mut ci = Vec::new();
-            for r in 0..n {
-                ci.extend((r.saturating_sub(40)..(r + 40).min(n)).map(|c| c as u32));
-                rp.push(ci.len());
-            }
-            CsrPattern::new(n, n, rp, ci).expect("valid")
-        };
-        // Columns up to the largest the pattern allows, where window ends pass `i32::MAX`.
-        let edge = {
-            let (n, top) = (60usize, i32::MAX as u32 - 1);
-            let mut rp = vec![0];
-            let mut ci = Vec::new();
-            for r in 0..n {
-                ci.extend((0..40u32).map(|i| top - 600 + i * 15 + (r as u32 * 7) % 13));
-                ci.push(top - (r as u32 % 3));
-                rp.push(ci.len());
-            }
-            CsrPattern::new(n, i32::MAX as usize, rp, ci).expect("valid")
-        };
         let mut checked = 0u64;
-        for p in [random_pattern(400, 5, 3), rmat(10, 6000, 4), banded, edge] {
+        for p in [
+            random_pattern(400, 5, 3),
+            rmat(10, 6000, 4),
+            banded_pattern(),
+            edge_pattern(),
+        ] {
             let mut input = Coords::from_pattern(&p);
             for t_in in [1u64, 2, 4] {
                 if t_in > 1 {
                     input = input.strided(0..input.rows.len(), t_in);
                 }
-                for (k, dilation, stride) in [
-                    (1, 1, 1),
-                    (2, 1, 2),
-                    (3, 1, 1),
-                    (3, 1, 2),
-                    (3, 2, 1),
-                    (4, 1, 1),
-                    (5, 1, 1),
-                    (5, 1, 2),
-                    (7, 1, 1),
-                ] {
+                for (k, dilation, stride) in SEARCH_CASES {
                     let geom = Geometry::new(k, dilation, t_in);
                     let out = if stride == 1 {
                         input.clone()
                     } else {
                         input.strided(0..input.rows.len(), t_in * stride)
                     };
-                    // The reference: pairs and masks of every point, row by row.
-                    let mut reference = Neighbours::new(&input, &geom, SimdLevel::Scalar);
-                    let mut want = Vec::new();
-                    for (ri, &row) in out.rows.iter().enumerate() {
-                        reference.start_row(row);
-                        for pi in out.row_range(ri) {
-                            want.push(reference.point(out.cols[pi]).to_vec());
-                        }
-                    }
+                    let want = reference_pairs(&input, &out, &geom);
                     for level in SimdLevel::supported() {
-                        let mut nb = Neighbours::new(&input, &geom, level);
-                        let mut nm = Neighbours::new(&input, &geom, level);
-                        let mut ns = Neighbours::new(&input, &geom, level);
-                        let (mut got, mut masks) = (Vec::new(), Vec::new());
-                        let mut sunk = Collect(vec![Vec::new()]);
-                        for (ri, &row) in out.rows.iter().enumerate() {
-                            nb.start_row(row);
-                            nm.start_row(row);
-                            ns.start_row(row);
-                            let cols = &out.cols[out.row_range(ri)];
-                            // Rows in two calls (a cut inside a vector block when long enough).
-                            let cut = cols.len() / 3;
-                            for part in [&cols[..cut], &cols[cut..]] {
-                                nb.each_point(part, |_, list| got.push(list.to_vec()));
-                                ns.each_point_into(part, &mut sunk);
-                                if k * k <= 32 {
-                                    nm.each_mask(part, |_, m| masks.push(m));
-                                }
-                            }
-                        }
                         let what = format!("{level}, k {k} d {dilation} s {stride} t {t_in}");
-                        assert_eq!(got, want, "pairs, {what}");
-                        sunk.0.pop();
-                        assert_eq!(sunk.0, want, "pairs through a sink, {what}");
-                        if k * k <= 32 {
-                            let want_masks: Vec<u64> =
-                                want.iter().map(|l| mask_of_list(l, k as u32)).collect();
-                            assert_eq!(masks, want_masks, "masks, {what}");
-                        }
-                        checked += got.iter().map(|l| l.len() as u64).sum::<u64>();
+                        checked += check_searches(&input, &out, &geom, level, &want, &what);
                     }
                 }
             }

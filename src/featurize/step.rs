@@ -10,11 +10,12 @@
 //!   of this layer did not repeat in an earlier band, each task finds its points' neighbour
 //!   pairs and computes one row per point at once, summing them while they are in cache.
 
+use std::ops::Range;
 use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::band::share;
+use super::band::{share, BandJobs};
 use super::coords::Coords;
 use super::exec::{Progress, Run, ALL, FIRST_PAUSE, LONGEST_PAUSE};
 use super::jobs::{expand_masks, task_jobs, Phase};
@@ -345,71 +346,113 @@ impl<'m> Run<'_, 'm> {
         let out = &owned;
         let plan = self.plan;
         let step = &plan.stencils[si];
-        let (op, node) = (step.op.as_ref(), step.name.as_str());
-        let reach = op.reach();
-        let c = op.cout();
-        let k = self.k;
-        let mut clock = Instant::now();
-        let mut lap = |phases: &mut Vec<[f64; 6]>, i: usize| {
-            let now = Instant::now();
-            phases[si][i] += (now - clock).as_secs_f64();
-            clock = now;
+        let op = step.op.as_ref();
+        let mut laps = Laps {
+            si,
+            clock: Instant::now(),
         };
         let tasks = tasks(out, TASK_POINTS);
-        // Bitmaps pay for a constant input unless its rows are very short, or the neighbour
-        // search finds the masks 16 points at a time (which beat bitmaps on every matrix of
-        // BENCHMARKS.md).
-        let masks = (x.is_constant()
-            && !searches_in_blocks(&reach.geom, k.level)
-            && x.len() >= 4 * x.coords.rows.len().max(1))
-        .then(|| MaskGeometry::new(&reach.geom, reach.t_in, self.pattern.ncols() as u64))
-        .flatten();
-        // Phase A: every task's jobs, then merged band-wide.
-        let g = grain(out.len());
+        let s = SharedStep {
+            si,
+            x,
+            out,
+            op,
+            node: step.name.as_str(),
+            c: op.cout(),
+            g: grain(out.len()),
+            k: self.k,
+        };
+        let (mut band, figures, _band_charge) = self.band_jobs(&s, &tasks)?;
+        self.pause_lookups(&s, &figures, band.rows);
+        self.count(si, op, band.rows, figures.pairs);
+        let products = self.shared_products(&s, &mut band)?;
+        let products = products.as_ref().map(|(p, _)| p);
+        laps.lap(&mut self.phases, 1);
+        let (mut table, charge) = self.new_table(s.node, &halo, out, band.rows)?;
+        let halo_rows = halo.table_rows();
+        laps.lap(&mut self.phases, 2);
+        // Phase B: the jobs' rows, list by list; then every task's pooled sums.
+        let band_table = &mut table[halo_rows * s.c..];
+        let (hot, _hot_charge) = self.hot_products(&s, &band)?;
+        compute_lists(&s, &band, &hot, products, band_table);
+        let sums = if plan.pooled[step.output] {
+            let t_y = plan.stride(step.output);
+            pooled_sums(&s, &band.point_rows, &tasks, band_table, t_y)
+        } else {
+            Vec::new()
+        };
+        laps.lap(&mut self.phases, 3);
+        let shared = band
+            .lists
+            .iter()
+            .flat_map(|l| l.uses.iter().map(|&u| u >= 2));
+        let ids = BandIds::Lists(&band.point_rows);
+        let window = self.assemble(halo, owned, table, ids, shared, charge);
+        laps.lap(&mut self.phases, 4);
+        Ok((window, sums))
+    }
+
+    /// Phase A of the shared path: every task's jobs, merged band-wide (`band`), with the
+    /// figures of their keys and the charge for the merged jobs.
+    fn band_jobs(
+        &self,
+        s: &SharedStep<'_, 'm>,
+        tasks: &[Range<usize>],
+    ) -> Result<(BandJobs, KeyFigures, Charge<'m>)> {
+        let (x, out, reach, level) = (s.x, s.out, s.op.reach(), s.k.level);
+        let masks = self.mask_layout(s);
         let jobs: Vec<Phase> = tasks
             .par_iter()
-            .with_min_len(g)
+            .with_min_len(s.g)
             .map(|rows| {
-                task_jobs(
-                    x,
-                    out,
-                    rows.clone(),
-                    &reach.geom,
-                    masks.as_ref(),
-                    true,
-                    k.level,
-                )
+                let masks = masks.as_ref();
+                task_jobs(x, out, rows.clone(), &reach.geom, masks, true, level)
             })
             .collect();
-        let pairs: u64 = jobs.iter().map(|p| p.point_pairs).sum();
-        let keyed_points: u64 = jobs
-            .iter()
-            .map(|p| p.keyed.uses.iter().map(|&u| u64::from(u)).sum::<u64>())
-            .sum();
-        let unique_rows: usize = jobs.iter().map(|p| p.unique.len()).sum();
+        let figures = KeyFigures::of(&jobs);
         let a_charge = self.mem.charge(
             jobs.iter().map(Phase::bytes).sum(),
-            node,
+            s.node,
             "the neighbour pairs of a band",
         )?;
-        let mut band = share(jobs, g);
+        let mut band = share(jobs, s.g);
         if x.is_constant() && reach.geom.volume() <= 64 {
             let k = reach.geom.k as u32;
             band.lists = std::mem::take(&mut band.lists)
                 .into_par_iter()
-                .with_min_len(g)
+                .with_min_len(s.g)
                 .map(|l| expand_masks(l, k))
                 .collect();
         }
         drop(a_charge);
-        let _band_charge = self
+        let band_charge = self
             .mem
-            .charge(band.bytes(), node, "the neighbour pairs of a band")?;
-        let keyed_rows = (band.rows - unique_rows) as u64;
-        // Stop looking keys up in this layer for a while when the rows they save cost less
-        // than the lookups: `LOOKUP_COST_IN_MACS` multiply-adds per point against the row's
-        // multiply-adds (a stencil without products needs 90 % of its keys to repeat).
-        let macs_per_row = (op.macs_per_pair() * pairs) as f64 / out.len().max(1) as f64;
+            .charge(band.bytes(), s.node, "the neighbour pairs of a band")?;
+        Ok((band, figures, band_charge))
+    }
+
+    /// The bitmap layout in which to find the keys (neighbour masks) of a constant input,
+    /// if any. Bitmaps pay for a constant input unless its rows are very short, or the
+    /// neighbour search finds the masks 16 points at a time (which beat bitmaps on every
+    /// matrix of BENCHMARKS.md).
+    fn mask_layout(&self, s: &SharedStep<'_, 'm>) -> Option<MaskGeometry> {
+        let (x, reach) = (s.x, s.op.reach());
+        (x.is_constant()
+            && !searches_in_blocks(&reach.geom, s.k.level)
+            && x.len() >= 4 * x.coords.rows.len().max(1))
+        .then(|| MaskGeometry::new(&reach.geom, reach.t_in, self.pattern.ncols() as u64))
+        .flatten()
+    }
+
+    /// Stops looking keys up in step `s.si` for a while when the rows they save (of the
+    /// band's `band_rows`) cost less than the lookups: `LOOKUP_COST_IN_MACS` multiply-adds
+    /// per point against the row's multiply-adds (a stencil without products needs 90 % of
+    /// its keys to repeat).
+    fn pause_lookups(&mut self, s: &SharedStep<'_, 'm>, figures: &KeyFigures, band_rows: usize) {
+        let (si, keyed_points) = (s.si, figures.keyed_points);
+        let keyed_rows = (band_rows - figures.unique_rows) as u64;
+        let macs_per_row =
+            (s.op.macs_per_pair() * figures.pairs) as f64 / s.out.len().max(1) as f64;
         let needed = if macs_per_row > 0.0 {
             (LOOKUP_COST_IN_MACS / macs_per_row).min(0.9)
         } else {
@@ -424,112 +467,191 @@ impl<'m> Run<'_, 'm> {
         } else if keyed_points >= 4096 {
             self.share_pause[si] = FIRST_PAUSE;
         }
-        self.count(si, op, band.rows, pairs);
-        // Products of shared input rows: for every shared row and κ at once when that is at
-        // most half the products the jobs need, else per list for the repeated ones.
-        let mut products = None;
-        if op.wants_products() {
-            let refs: u64 = band
-                .lists
-                .par_iter()
-                .with_min_len(g)
-                .map(|l| l.pairs.iter().filter(|p| x.shared[p.1 as usize]).count() as u64)
-                .sum();
-            let rows: Vec<u32> = (0..x.table_rows() as u32)
-                .filter(|&r| x.shared[r as usize])
-                .collect();
-            let volume = reach.geom.volume() as u64;
-            if !rows.is_empty() && 2 * rows.len() as u64 * volume <= refs {
-                let bytes = rows.len() * volume as usize * c * 4;
-                let charge = self
-                    .mem
-                    .charge(bytes, node, "the products of shared rows")?;
-                let mut index = vec![u32::MAX; x.table_rows()];
-                for (i, &r) in rows.iter().enumerate() {
-                    index[r as usize] = i as u32;
-                }
-                products = op.row_products(x, &rows, g, k).map(|table| {
-                    let rp = RowProducts {
-                        index,
-                        rows: rows.len(),
-                        table,
-                    };
-                    (rp, charge)
-                });
-            } else if op.macs_per_pair() >= SLOT_MIN_MACS {
-                // Lists of owned keys (the even ones) repeat products; unique jobs rarely do.
-                band.lists
-                    .par_iter_mut()
-                    .step_by(2)
-                    .with_min_len(g)
-                    .for_each(|l| l.assign_slots(x));
-            }
+    }
+
+    /// Products of shared input rows: for every shared row and κ at once (returned, with
+    /// their charge) when that is at most half the products the jobs need, else per list
+    /// for the repeated ones (`TaskJobs::assign_slots`).
+    fn shared_products(
+        &self,
+        s: &SharedStep<'_, 'm>,
+        band: &mut BandJobs,
+    ) -> Result<Option<(RowProducts, Charge<'m>)>> {
+        let (x, op, g) = (s.x, s.op, s.g);
+        if !op.wants_products() {
+            return Ok(None);
         }
-        let products = products.as_ref().map(|(p, _)| p);
-        lap(&mut self.phases, 1);
-        let (mut table, charge) = self.new_table(node, &halo, out, band.rows)?;
-        let halo_rows = halo.table_rows();
-        lap(&mut self.phases, 2);
-        // Phase B: the jobs' rows, list by list; then every task's pooled sums.
-        let mut slices: Vec<&mut [f32]> = Vec::with_capacity(band.lists.len());
-        let mut rest = &mut table[halo_rows * c..];
-        for l in &band.lists {
-            let (head, tail) = rest.split_at_mut(l.len() * c);
-            slices.push(head);
-            rest = tail;
-        }
-        // Lists of heavy jobs (wide layers) are split into parts of `task_points` jobs so
-        // the threads stay balanced; each list's repeated products are computed once first.
-        let hot_bytes = band.lists.iter().map(|l| l.hot.len() * c * 4).sum();
-        let _hot_charge = self
-            .mem
-            .charge(hot_bytes, node, "the products of repeated pairs")?;
-        let hot: Vec<Vec<f32>> = band
+        let refs: u64 = band
             .lists
             .par_iter()
             .with_min_len(g)
+            .map(|l| l.pairs.iter().filter(|p| x.shared[p.1 as usize]).count() as u64)
+            .sum();
+        let rows: Vec<u32> = (0..x.table_rows() as u32)
+            .filter(|&r| x.shared[r as usize])
+            .collect();
+        let volume = op.reach().geom.volume() as u64;
+        if !rows.is_empty() && 2 * rows.len() as u64 * volume <= refs {
+            let bytes = rows.len() * volume as usize * s.c * 4;
+            let charge = self
+                .mem
+                .charge(bytes, s.node, "the products of shared rows")?;
+            let mut index = vec![u32::MAX; x.table_rows()];
+            for (i, &r) in rows.iter().enumerate() {
+                index[r as usize] = i as u32;
+            }
+            return Ok(op.row_products(x, &rows, g, s.k).map(|table| {
+                let rp = RowProducts {
+                    index,
+                    rows: rows.len(),
+                    table,
+                };
+                (rp, charge)
+            }));
+        }
+        if op.macs_per_pair() >= SLOT_MIN_MACS {
+            // Lists of owned keys (the even ones) repeat products; unique jobs rarely do.
+            band.lists
+                .par_iter_mut()
+                .step_by(2)
+                .with_min_len(g)
+                .for_each(|l| l.assign_slots(x));
+        }
+        Ok(None)
+    }
+
+    /// Each list's repeated products (`Stencil::hot_products`), computed once before its
+    /// rows, with their charge.
+    fn hot_products(
+        &self,
+        s: &SharedStep<'_, 'm>,
+        band: &BandJobs,
+    ) -> Result<(Vec<Vec<f32>>, Charge<'m>)> {
+        let (x, op, k) = (s.x, s.op, s.k);
+        let hot_bytes = band.lists.iter().map(|l| l.hot.len() * s.c * 4).sum();
+        let charge = self
+            .mem
+            .charge(hot_bytes, s.node, "the products of repeated pairs")?;
+        let hot = band
+            .lists
+            .par_iter()
+            .with_min_len(s.g)
             .map(|l| op.hot_products(l, x, k))
             .collect();
-        let part_jobs = task_points(op.macs_per_pair());
-        let mut parts = Vec::new();
-        for ((l, dst), hot) in band.lists.iter().zip(slices).zip(&hot) {
-            let mut dst = dst;
-            for start in (0..l.len()).step_by(part_jobs) {
-                let range = start..(start + part_jobs).min(l.len());
-                let (head, tail) = dst.split_at_mut(range.len() * c);
-                dst = tail;
-                let part = Part {
-                    jobs: l,
-                    range,
-                    hot,
-                };
-                parts.push((part, head));
-            }
-        }
-        parts
-            .into_par_iter()
-            .with_min_len(g)
-            .for_each(|(part, dst)| op.compute(&part, x, products, dst, k));
-        let t_y = plan.stride(step.output);
-        let sums: Vec<TreeSum> = if plan.pooled[step.output] {
-            let rows_table = &table[halo_rows * c..];
-            band.point_rows
-                .par_iter()
-                .zip(&tasks)
-                .with_min_len(g)
-                .map(|(ids, rows)| task_sums(out, rows.clone(), rows_table, ids, c, t_y, k))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        lap(&mut self.phases, 3);
-        let shared = band
-            .lists
-            .iter()
-            .flat_map(|l| l.uses.iter().map(|&u| u >= 2));
-        let ids = BandIds::Lists(&band.point_rows);
-        let window = self.assemble(halo, owned, table, ids, shared, charge);
-        lap(&mut self.phases, 4);
-        Ok((window, sums))
+        Ok((hot, charge))
     }
+}
+
+/// The borrowed state of one band step on the shared path.
+struct SharedStep<'s, 'm> {
+    /// The stencil step.
+    si: usize,
+    /// Its input window.
+    x: &'s Window<'m>,
+    /// The band's output coordinates.
+    out: &'s Coords,
+    op: &'s dyn Stencil,
+    /// The node name, for charges.
+    node: &'s str,
+    /// Output channels.
+    c: usize,
+    /// The parallel loops' `with_min_len` (see `rulebook::grain`).
+    g: usize,
+    k: &'static Kernels,
+}
+
+/// What phase A found: neighbour pairs over all points, points whose jobs are keyed, and
+/// the rows of unique jobs.
+struct KeyFigures {
+    pairs: u64,
+    keyed_points: u64,
+    unique_rows: usize,
+}
+
+impl KeyFigures {
+    /// The figures of the tasks' `jobs`.
+    fn of(jobs: &[Phase]) -> Self {
+        Self {
+            pairs: jobs.iter().map(|p| p.point_pairs).sum(),
+            keyed_points: jobs
+                .iter()
+                .map(|p| p.keyed.uses.iter().map(|&u| u64::from(u)).sum::<u64>())
+                .sum(),
+            unique_rows: jobs.iter().map(|p| p.unique.len()).sum(),
+        }
+    }
+}
+
+/// The clock of a step's phases: each lap adds the time since the last to a phase.
+struct Laps {
+    si: usize,
+    clock: Instant,
+}
+
+impl Laps {
+    /// Adds the time since the last lap to phase `i` of step `si`.
+    fn lap(&mut self, phases: &mut [[f64; 6]], i: usize) {
+        let now = Instant::now();
+        phases[self.si][i] += (now - self.clock).as_secs_f64();
+        self.clock = now;
+    }
+}
+
+/// Phase B of the shared path: computes the job lists of `band` into their rows of `table`
+/// (the band's rows, list after list). Lists of heavy jobs (wide layers) are split into
+/// parts of `task_points` jobs so the threads stay balanced; `hot` are the lists' repeated
+/// products.
+fn compute_lists(
+    s: &SharedStep<'_, '_>,
+    band: &BandJobs,
+    hot: &[Vec<f32>],
+    products: Option<&RowProducts>,
+    table: &mut [f32],
+) {
+    let (x, op, k, c) = (s.x, s.op, s.k, s.c);
+    let mut slices: Vec<&mut [f32]> = Vec::with_capacity(band.lists.len());
+    let mut rest = table;
+    for l in &band.lists {
+        let (head, tail) = rest.split_at_mut(l.len() * c);
+        slices.push(head);
+        rest = tail;
+    }
+    let part_jobs = task_points(op.macs_per_pair());
+    let mut parts = Vec::new();
+    for ((l, dst), hot) in band.lists.iter().zip(slices).zip(hot) {
+        let mut dst = dst;
+        for start in (0..l.len()).step_by(part_jobs) {
+            let range = start..(start + part_jobs).min(l.len());
+            let (head, tail) = dst.split_at_mut(range.len() * c);
+            dst = tail;
+            let part = Part {
+                jobs: l,
+                range,
+                hot,
+            };
+            parts.push((part, head));
+        }
+    }
+    parts
+        .into_par_iter()
+        .with_min_len(s.g)
+        .for_each(|(part, dst)| op.compute(&part, x, products, dst, k));
+}
+
+/// Every task's pooled-sum partials, from its points' rows `point_rows` of `table` (the
+/// band's rows); `t_y` is the output tensor stride.
+fn pooled_sums(
+    s: &SharedStep<'_, '_>,
+    point_rows: &[Vec<u32>],
+    tasks: &[Range<usize>],
+    table: &[f32],
+    t_y: u64,
+) -> Vec<TreeSum> {
+    let (out, c, k) = (s.out, s.c, s.k);
+    point_rows
+        .par_iter()
+        .zip(tasks)
+        .with_min_len(s.g)
+        .map(|(ids, rows)| task_sums(out, rows.clone(), table, ids, c, t_y, k))
+        .collect()
 }

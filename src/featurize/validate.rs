@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::ops::{registry, BuildCtx, Op, ValueType, SPARSE_DOMAIN};
-use super::spec::GraphSpec;
+use super::spec::{GraphSpec, NodeSpec};
 use crate::error::{Error, Result};
 
 /// One node: its op, the slots it reads (in order) and the slot it writes.
@@ -35,7 +35,28 @@ pub(crate) struct Ir {
 
 /// Validates a graph description (see `FeaturizerGraph::from_spec` for the checks).
 pub(crate) fn validate(spec: &GraphSpec) -> Result<Ir> {
-    let graph_err = |reason: String| Error::featurize("graph", reason);
+    check_ends(spec)?;
+    let mut ir = Typing::new(&spec.inputs[0]);
+    for (i, node) in spec.nodes.iter().enumerate() {
+        ir.add_node(spec, i, node)?;
+    }
+    let output_slot = ir.output_slot(&spec.outputs[0])?;
+    ir.check_all_used(spec, output_slot)?;
+    Ok(Ir {
+        nodes: ir.nodes,
+        types: ir.slot_types,
+        input_slot: 0,
+        output_slot,
+    })
+}
+
+/// An error about the graph as a whole.
+fn graph_err(reason: String) -> Error {
+    Error::featurize("graph", reason)
+}
+
+/// Checks the graph's ends: one input (the pattern, not an initializer) and one output.
+fn check_ends(spec: &GraphSpec) -> Result<()> {
     if spec.inputs.len() != 1 {
         return Err(graph_err(format!(
             "expected exactly 1 graph input (the pattern), found {}",
@@ -54,48 +75,53 @@ pub(crate) fn validate(spec: &GraphSpec) -> Result<Ir> {
             "graph input '{input_name}' is also an initializer"
         )));
     }
+    Ok(())
+}
 
-    let mut types: HashMap<String, ValueType> = HashMap::new();
-    let mut slots: HashMap<String, usize> = HashMap::new();
-    let mut slot_types: Vec<ValueType> = Vec::new();
-    let mut producer: Vec<String> = Vec::new(); // per slot, for "unused" errors
-    let input_type = ValueType::Sparse {
-        channels: 1,
-        stride: 1,
-    };
-    types.insert(input_name.clone(), input_type);
-    slots.insert(input_name.clone(), 0);
-    slot_types.push(input_type);
-    producer.push(format!("graph input '{input_name}'"));
+/// The graph typed so far: its values by name, its slots and the nodes built.
+struct Typing {
+    types: HashMap<String, ValueType>,
+    slots: HashMap<String, usize>,
+    slot_types: Vec<ValueType>,
+    /// Per slot, for "unused" errors.
+    producer: Vec<String>,
+    used_inits: BTreeSet<String>,
+    nodes: Vec<IrNode>,
+}
 
-    let mut used_inits: BTreeSet<String> = BTreeSet::new();
-    let mut nodes: Vec<IrNode> = Vec::new();
-    for (i, node) in spec.nodes.iter().enumerate() {
+impl Typing {
+    /// Slot 0, the graph input `input_name` (the pattern), and nothing else.
+    fn new(input_name: &str) -> Self {
+        let input_type = ValueType::Sparse {
+            channels: 1,
+            stride: 1,
+        };
+        Self {
+            types: HashMap::from([(input_name.to_string(), input_type)]),
+            slots: HashMap::from([(input_name.to_string(), 0)]),
+            slot_types: vec![input_type],
+            producer: vec![format!("graph input '{input_name}'")],
+            used_inits: BTreeSet::new(),
+            nodes: Vec::new(),
+        }
+    }
+
+    /// Builds node `i` of the graph, `node`, over the values typed so far, and gives its
+    /// output the next slot.
+    fn add_node(&mut self, spec: &GraphSpec, i: usize, node: &NodeSpec) -> Result<()> {
         let name = if node.name.is_empty() {
             format!("#{i} {}", node.op_type)
         } else {
             node.name.clone()
         };
         let Some(builder) = registry().get(&(node.domain.as_str(), node.op_type.as_str())) else {
-            let known_domain = node.domain.is_empty() || node.domain == SPARSE_DOMAIN;
-            let reason = if known_domain {
-                format!(
-                    "unknown op type '{}' in domain '{}'",
-                    node.op_type, node.domain
-                )
-            } else {
-                format!(
-                    "unknown domain '{}' (op type '{}')",
-                    node.domain, node.op_type
-                )
-            };
-            return Err(Error::featurize(name, reason));
+            return Err(Error::featurize(name, unknown_op(node)));
         };
         let ctx = BuildCtx {
             node,
             name: &name,
             initializers: &spec.initializers,
-            types: &types,
+            types: &self.types,
         };
         let built = builder(&ctx)?;
         if node.outputs.len() != 1 || node.outputs[0].is_empty() {
@@ -105,65 +131,85 @@ pub(crate) fn validate(spec: &GraphSpec) -> Result<Ir> {
             ));
         }
         let out = &node.outputs[0];
-        if types.contains_key(out) || spec.initializers.contains_key(out) {
+        if self.types.contains_key(out) || spec.initializers.contains_key(out) {
             return Err(Error::featurize(
                 name,
                 format!("output '{out}' is already defined"),
             ));
         }
-        used_inits.extend(built.initializers);
-        let inputs: Vec<usize> = built.value_inputs.iter().map(|n| slots[n]).collect();
-        let slot = producer.len();
-        producer.push(name.clone());
-        slot_types.push(built.output);
-        types.insert(out.clone(), built.output);
-        slots.insert(out.clone(), slot);
-        nodes.push(IrNode {
+        self.used_inits.extend(built.initializers);
+        let inputs: Vec<usize> = built.value_inputs.iter().map(|n| self.slots[n]).collect();
+        let slot = self.producer.len();
+        self.producer.push(name.clone());
+        self.slot_types.push(built.output);
+        self.types.insert(out.clone(), built.output);
+        self.slots.insert(out.clone(), slot);
+        self.nodes.push(IrNode {
             name,
             op: built.op,
             inputs,
             output: slot,
         });
+        Ok(())
     }
 
-    let out_name = &spec.outputs[0];
-    let output_slot = match (slots.get(out_name), types.get(out_name)) {
-        (Some(&s), Some(ValueType::Dense { .. })) => s,
-        (Some(_), Some(ValueType::Sparse { .. })) => {
-            return Err(graph_err(format!(
+    /// The slot of the graph output `out_name`, which must be a dense value of a node.
+    fn output_slot(&self, out_name: &str) -> Result<usize> {
+        match (self.slots.get(out_name), self.types.get(out_name)) {
+            (Some(&s), Some(ValueType::Dense { .. })) => Ok(s),
+            (Some(_), Some(ValueType::Sparse { .. })) => Err(graph_err(format!(
                 "graph output '{out_name}' is sparse, expected a dense [1, F] value"
-            )))
-        }
-        _ => {
-            return Err(graph_err(format!(
+            ))),
+            _ => Err(graph_err(format!(
                 "graph output '{out_name}' is not produced by any node"
-            )))
-        }
-    };
-    if let Some(unused) = spec.initializers.keys().find(|k| !used_inits.contains(*k)) {
-        return Err(Error::featurize(
-            unused.clone(),
-            "initializer is not used by any node",
-        ));
-    }
-    let mut read = vec![false; producer.len()];
-    for n in &nodes {
-        for &s in &n.inputs {
-            read[s] = true;
+            ))),
         }
     }
-    for (slot, r) in read.iter().enumerate() {
-        if !r && slot != output_slot {
+
+    /// Checks that every initializer is used by a node, and every value but the graph
+    /// output (`output_slot`) is read by one.
+    fn check_all_used(&self, spec: &GraphSpec, output_slot: usize) -> Result<()> {
+        if let Some(unused) = spec
+            .initializers
+            .keys()
+            .find(|k| !self.used_inits.contains(*k))
+        {
             return Err(Error::featurize(
-                producer[slot].clone(),
-                "output is not used by any node nor the graph output",
+                unused.clone(),
+                "initializer is not used by any node",
             ));
         }
+        let mut read = vec![false; self.producer.len()];
+        for n in &self.nodes {
+            for &s in &n.inputs {
+                read[s] = true;
+            }
+        }
+        for (slot, r) in read.iter().enumerate() {
+            if !r && slot != output_slot {
+                return Err(Error::featurize(
+                    self.producer[slot].clone(),
+                    "output is not used by any node nor the graph output",
+                ));
+            }
+        }
+        Ok(())
     }
-    Ok(Ir {
-        nodes,
-        types: slot_types,
-        input_slot: 0,
-        output_slot,
-    })
+}
+
+/// Why `node`'s op is not in the registry: an unknown op type of a known domain, or an
+/// unknown domain.
+fn unknown_op(node: &NodeSpec) -> String {
+    let known_domain = node.domain.is_empty() || node.domain == SPARSE_DOMAIN;
+    if known_domain {
+        format!(
+            "unknown op type '{}' in domain '{}'",
+            node.op_type, node.domain
+        )
+    } else {
+        format!(
+            "unknown domain '{}' (op type '{}')",
+            node.domain, node.op_type
+        )
+    }
 }
