@@ -58,67 +58,9 @@ fn naive_with_macs(spec: &GraphSpec, p: &CsrPattern) -> (Vec<f64>, u64) {
         }
     }
     env.insert("pattern".into(), Val::Sparse { t: 1, c: 1, pts });
-    let init = |name: &str| -> Vec<f64> {
-        spec.initializers[name]
-            .data
-            .iter()
-            .map(|&v| f64::from(v))
-            .collect()
-    };
     for n in &spec.nodes {
         let out = match n.op_type.as_str() {
-            "SparseConv" | "SparseMaxPool" => {
-                let Some(Val::Sparse { t, c, pts }) = env.get(&n.inputs[0]) else {
-                    panic!("sparse input")
-                };
-                let (k, s, d) = (
-                    int(n, "kernel_size", 0),
-                    int(n, "stride", 1),
-                    int(n, "dilation", 1),
-                );
-                let t_out = t * s;
-                let conv = n.op_type == "SparseConv";
-                let a = offsets(k, d, *t, !conv && s > 1 && k == s);
-                let (w, cout) = if conv {
-                    (init(&n.inputs[1]), spec.initializers[&n.inputs[1]].dims[2])
-                } else {
-                    (Vec::new(), *c)
-                };
-                let bias = (conv && n.inputs.len() > 2).then(|| init(&n.inputs[2]));
-                let mut out = BTreeMap::new();
-                for (r, col) in out_points(pts, t_out) {
-                    let mut acc = vec![if conv { 0.0 } else { f64::NEG_INFINITY }; cout];
-                    for (ic, &ac) in a.iter().enumerate() {
-                        for (ir, &ar) in a.iter().enumerate() {
-                            let Some(x) = pts.get(&(r + ar, col + ac)) else {
-                                continue;
-                            };
-                            let kappa = ir + a.len() * ic;
-                            if conv {
-                                macs += (c * cout) as u64;
-                            }
-                            for (j, v) in acc.iter_mut().enumerate() {
-                                if conv {
-                                    for (ci, xv) in x.iter().enumerate() {
-                                        *v += xv * w[(kappa * c + ci) * cout + j];
-                                    }
-                                } else {
-                                    *v = v.max(x[j]);
-                                }
-                            }
-                        }
-                    }
-                    if let Some(b) = &bias {
-                        acc.iter_mut().zip(b).for_each(|(v, b)| *v += b);
-                    }
-                    out.insert((r, col), acc);
-                }
-                Val::Sparse {
-                    t: t_out,
-                    c: cout,
-                    pts: out,
-                }
-            }
+            "SparseConv" | "SparseMaxPool" => naive_stencil(spec, n, &env, &mut macs),
             "SparseReLU" => {
                 let Some(Val::Sparse { t, c, pts }) = env.get(&n.inputs[0]) else {
                     panic!("sparse input")
@@ -156,6 +98,73 @@ fn naive_with_macs(spec: &GraphSpec, p: &CsrPattern) -> (Vec<f64>, u64) {
     match env.remove(&spec.outputs[0]) {
         Some(Val::Dense(d)) => (d, macs),
         _ => panic!("dense output"),
+    }
+}
+
+/// A `SparseConv` or `SparseMaxPool` node, point by point and neighbour by neighbour; adds
+/// the conv's dense-counted multiply-adds to `macs`.
+fn naive_stencil(
+    spec: &GraphSpec,
+    n: &NodeSpec,
+    env: &HashMap<String, Val>,
+    macs: &mut u64,
+) -> Val {
+    let Some(Val::Sparse { t, c, pts }) = env.get(&n.inputs[0]) else {
+        panic!("sparse input")
+    };
+    let init = |name: &str| -> Vec<f64> {
+        spec.initializers[name]
+            .data
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect()
+    };
+    let (k, s, d) = (
+        int(n, "kernel_size", 0),
+        int(n, "stride", 1),
+        int(n, "dilation", 1),
+    );
+    let t_out = t * s;
+    let conv = n.op_type == "SparseConv";
+    let a = offsets(k, d, *t, !conv && s > 1 && k == s);
+    let (w, cout) = if conv {
+        (init(&n.inputs[1]), spec.initializers[&n.inputs[1]].dims[2])
+    } else {
+        (Vec::new(), *c)
+    };
+    let bias = (conv && n.inputs.len() > 2).then(|| init(&n.inputs[2]));
+    let mut out = BTreeMap::new();
+    for (r, col) in out_points(pts, t_out) {
+        let mut acc = vec![if conv { 0.0 } else { f64::NEG_INFINITY }; cout];
+        for (ic, &ac) in a.iter().enumerate() {
+            for (ir, &ar) in a.iter().enumerate() {
+                let Some(x) = pts.get(&(r + ar, col + ac)) else {
+                    continue;
+                };
+                let kappa = ir + a.len() * ic;
+                if conv {
+                    *macs += (c * cout) as u64;
+                }
+                for (j, v) in acc.iter_mut().enumerate() {
+                    if conv {
+                        for (ci, xv) in x.iter().enumerate() {
+                            *v += xv * w[(kappa * c + ci) * cout + j];
+                        }
+                    } else {
+                        *v = v.max(x[j]);
+                    }
+                }
+            }
+        }
+        if let Some(b) = &bias {
+            acc.iter_mut().zip(b).for_each(|(v, b)| *v += b);
+        }
+        out.insert((r, col), acc);
+    }
+    Val::Sparse {
+        t: t_out,
+        c: cout,
+        pts: out,
     }
 }
 
