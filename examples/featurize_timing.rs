@@ -26,7 +26,7 @@
 //! `DASHRANK_WACO_LAYERS=N` keeps only the first N convs of the WACO graph.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dashrank::featurize::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
@@ -228,7 +228,15 @@ fn time_runs(
     Ok((times[at], cpu, out, stats))
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// The command line (see the module docs).
+struct Args {
+    shape: String,
+    threads: Vec<usize>,
+    repeats: usize,
+    paths: Vec<PathBuf>,
+}
+
+fn parse_args() -> Result<Args, Box<dyn std::error::Error>> {
     let (mut shape, mut threads, mut repeats, mut paths) =
         ("waco".to_string(), vec![2, 1], 3, Vec::new());
     let mut args = std::env::args().skip(1);
@@ -246,16 +254,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if paths.is_empty() {
         paths.push("../shared/data/waco/matrices".into());
     }
-    if std::env::var_os("DASHRANK_TRACE").is_some() {
-        log::set_logger(&StderrLogger).map_err(|e| e.to_string())?;
-        log::set_max_level(log::LevelFilter::Trace);
-    }
-    let spec = match shape.as_str() {
-        "waco" => waco_graph(42),
-        "dash" => dash_graph(42),
-        other => return Err(format!("unknown graph '{other}' (waco or dash)").into()),
-    };
-    let graph = FeaturizerGraph::from_spec(&spec)?;
+    Ok(Args {
+        shape,
+        threads,
+        repeats,
+        paths,
+    })
+}
+
+/// The `.csr` files of `paths`: a directory gives its `.csr` files in name order, a file
+/// itself.
+fn csr_files(paths: Vec<PathBuf>) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for p in paths {
         if p.is_dir() {
@@ -270,6 +279,65 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             files.push(p);
         }
     }
+    Ok(files)
+}
+
+/// FNV-1a of the features' bits.
+fn digest(bits: &[u32]) -> u64 {
+    bits.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// Times the matrix at `path` at each thread count, printing a row each; panics when the
+/// thread counts give different features.
+fn time_matrix(
+    graph: &FeaturizerGraph,
+    path: &Path,
+    threads: &[usize],
+    repeats: usize,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let p = CsrPattern::read_waco_csr(path)?;
+    let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
+    let mut first: Option<Vec<u32>> = None;
+    for &t in threads {
+        let (ms, cpu, out, stats) = time_runs(graph, &p, t, repeats)?;
+        let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
+        let digest = digest(&bits);
+        match &first {
+            None => first = Some(bits),
+            Some(b) => assert_eq!(b, &bits, "thread counts disagree on {}", path.display()),
+        }
+        println!(
+            "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10.1} {:>9.0} {:>8.1} {:>9.1} {:016x}",
+            name,
+            p.nrows(),
+            p.ncols(),
+            p.nnz(),
+            t,
+            ms,
+            cpu,
+            stats.dense_macs as f64 / 1e9,
+            stats.peak_bytes as f64 / (1 << 20) as f64,
+            digest
+        );
+    }
+    Ok(())
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = parse_args()?;
+    if std::env::var_os("DASHRANK_TRACE").is_some() {
+        log::set_logger(&StderrLogger).map_err(|e| e.to_string())?;
+        log::set_max_level(log::LevelFilter::Trace);
+    }
+    let spec = match args.shape.as_str() {
+        "waco" => waco_graph(42),
+        "dash" => dash_graph(42),
+        other => return Err(format!("unknown graph '{other}' (waco or dash)").into()),
+    };
+    let graph = FeaturizerGraph::from_spec(&spec)?;
+    let files = csr_files(args.paths)?;
     println!(
         "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10} {:>9} {:>8} {:>9} {:>16}",
         "matrix",
@@ -284,33 +352,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "digest"
     );
     for path in files {
-        let p = CsrPattern::read_waco_csr(&path)?;
-        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or("?");
-        let mut first: Option<Vec<u32>> = None;
-        for &t in &threads {
-            let (ms, cpu, out, stats) = time_runs(&graph, &p, t, repeats)?;
-            let bits: Vec<u32> = out.iter().map(|x| x.to_bits()).collect();
-            let digest = bits.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-            });
-            match &first {
-                None => first = Some(bits),
-                Some(b) => assert_eq!(b, &bits, "thread counts disagree on {}", path.display()),
-            }
-            println!(
-                "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10.1} {:>9.0} {:>8.1} {:>9.1} {:016x}",
-                name,
-                p.nrows(),
-                p.ncols(),
-                p.nnz(),
-                t,
-                ms,
-                cpu,
-                stats.dense_macs as f64 / 1e9,
-                stats.peak_bytes as f64 / (1 << 20) as f64,
-                digest
-            );
-        }
+        time_matrix(&graph, &path, &args.threads, args.repeats)?;
     }
     Ok(())
 }

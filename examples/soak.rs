@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use dashrank::{CostModel, CsrPattern, LoadOptions, Model};
+use dashrank::{CandidateSet, CostModel, CsrPattern, LoadOptions, Model};
 
 struct Args {
     model: String,
@@ -136,6 +136,178 @@ fn candidate_lines() -> Vec<String> {
     lines
 }
 
+/// One call of the soak: which matrix, which kind (0 embedding, 1 scores of all candidates,
+/// 2 top-10, 3 scores of a fresh set of the first `subset` lines).
+struct Call {
+    matrix: usize,
+    kind: u8,
+    subset: usize,
+}
+
+impl Call {
+    /// The next call from the xorshift state `rng`: the large matrix once in 64 calls, the
+    /// `others` uniformly.
+    fn next(rng: &mut u64, others: &[usize], n_lines: usize) -> Call {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        let rng = *rng;
+        let matrix = if rng.is_multiple_of(64) {
+            LARGE
+        } else {
+            others[(rng >> 8) as usize % others.len()]
+        };
+        Call {
+            matrix,
+            kind: ((rng >> 20) % 4) as u8,
+            subset: 1 + (rng >> 32) as usize % n_lines.min(64),
+        }
+    }
+
+    /// The key its result is compared under (the subset counts for kind 3 only).
+    fn key(&self) -> (usize, u8, usize) {
+        let subset = if self.kind == 3 { self.subset } else { 0 };
+        (self.matrix, self.kind, subset)
+    }
+}
+
+/// Runs `call` and returns its result as bits.
+fn run_call(
+    model: &Model,
+    head: &str,
+    mats: &[(String, CsrPattern)],
+    full: &CandidateSet,
+    lines: &[String],
+    call: &Call,
+) -> Vec<u32> {
+    let matrix = model.embed_matrix(&mats[call.matrix].1).expect("embeds");
+    match call.kind {
+        0 => matrix.values().iter().map(|v| v.to_bits()).collect(),
+        1 => {
+            let mut s = vec![0.0f32; full.len()];
+            model.score_into(&matrix, full, &mut s).expect("scores");
+            s.iter().map(|v| v.to_bits()).collect()
+        }
+        2 => model
+            .top_k(&matrix, full, 10)
+            .expect("top-k")
+            .iter()
+            .flat_map(|r| [r.index as u32, r.score.to_bits()])
+            .collect(),
+        _ => {
+            // A fresh candidate set each time (prepared, used, dropped).
+            let set = model
+                .prepare_candidates(head, &lines[..call.subset])
+                .expect("prepare");
+            let mut s = vec![0.0f32; set.len()];
+            model.score_into(&matrix, &set, &mut s).expect("scores");
+            s.iter().map(|v| v.to_bits()).collect()
+        }
+    }
+}
+
+/// What the soak has seen: first results per call key, repeat mismatches, warm-up and RSS.
+struct Tracker {
+    seen: HashMap<(usize, u8, usize), Vec<u32>>,
+    mismatches: usize,
+    warm_rss: Option<f64>,
+    warm_at: usize,
+    max_after: f64,
+    kinds_done: [bool; 4],
+    mats_done: Vec<bool>,
+}
+
+impl Tracker {
+    fn new(n_mats: usize) -> Self {
+        Tracker {
+            seen: HashMap::new(),
+            mismatches: 0,
+            warm_rss: None,
+            warm_at: 0,
+            max_after: 0.0,
+            kinds_done: [false; 4],
+            mats_done: vec![false; n_mats],
+        }
+    }
+
+    /// Compares `bits` with the first result of the same key (or keeps it as the first).
+    fn record(&mut self, call: &Call, bits: Vec<u32>) {
+        match self.seen.get(&call.key()) {
+            Some(first) if *first != bits => self.mismatches += 1,
+            Some(_) => {}
+            None => {
+                self.seen.insert(call.key(), bits);
+            }
+        }
+        self.kinds_done[call.kind as usize] = true;
+        self.mats_done[call.matrix] = true;
+    }
+
+    /// Notes the RSS after call number `call` of `calls`: warm-up ends at the first call past
+    /// a tenth of them once every kind and matrix has run; later samples raise the maximum.
+    fn sample(&mut self, call: usize, calls: usize, rss: f64) {
+        if self.warm_rss.is_none()
+            && call >= calls / 10
+            && self.kinds_done.iter().all(|&d| d)
+            && self.mats_done.iter().all(|&d| d)
+        {
+            self.warm_rss = Some(rss);
+            self.warm_at = call;
+        } else if self.warm_rss.is_some() {
+            self.max_after = self.max_after.max(rss);
+        }
+    }
+}
+
+/// Prints what the soak runs on and the RSS after loading, then the table header.
+fn print_setup(
+    args: &Args,
+    head: &str,
+    mats: &[(String, CsrPattern)],
+    candidates: usize,
+    rss_start: f64,
+) {
+    println!(
+        "soak: model {} (head {head}), {} matrices ({}), {} candidates, {} calls, cache {}",
+        args.model,
+        mats.len(),
+        mats.iter()
+            .map(|(n, p)| format!("{n}: {} nnz", p.nnz()))
+            .collect::<Vec<_>>()
+            .join(", "),
+        candidates,
+        args.calls,
+        args.cache
+    );
+    println!(
+        "rss after load: {:.1} MiB (start {rss_start:.1} MiB)",
+        rss_mib()
+    );
+    println!(
+        "{:>8} {:>10} {:>10} {:>9}",
+        "calls", "rss MiB", "max MiB", "seconds"
+    );
+}
+
+/// Prints the summary; returns whether the soak passed.
+fn report(args: &Args, t: &Tracker, start: Instant) -> bool {
+    let final_rss = rss_mib();
+    let warm = t.warm_rss.unwrap_or(final_rss);
+    let growth = t.max_after.max(final_rss) - warm;
+    println!(
+        "warm-up done after {} calls at {warm:.1} MiB; max after warm-up {:.1} MiB, \
+         final {final_rss:.1} MiB, growth {growth:+.1} MiB (allowed {:.0}); \
+         {} distinct (matrix, call) results, {} repeat mismatches; {:.1} s",
+        t.warm_at,
+        t.max_after.max(warm),
+        args.max_growth_mb,
+        t.seen.len(),
+        t.mismatches,
+        start.elapsed().as_secs_f64()
+    );
+    !(t.mismatches > 0 || growth > args.max_growth_mb || t.warm_rss.is_none())
+}
+
 fn main() {
     let args = parse_args();
     let options = LoadOptions {
@@ -149,114 +321,28 @@ fn main() {
     let mats = matrices(args.large_rows);
     let lines = candidate_lines();
     let full = model.prepare_candidates(&head, &lines).expect("candidates");
-    println!(
-        "soak: model {} (head {head}), {} matrices ({}), {} candidates, {} calls, cache {}",
-        args.model,
-        mats.len(),
-        mats.iter()
-            .map(|(n, p)| format!("{n}: {} nnz", p.nnz()))
-            .collect::<Vec<_>>()
-            .join(", "),
-        full.len(),
-        args.calls,
-        args.cache
-    );
-    println!(
-        "rss after load: {:.1} MiB (start {rss_start:.1} MiB)",
-        rss_mib()
-    );
-    println!(
-        "{:>8} {:>10} {:>10} {:>9}",
-        "calls", "rss MiB", "max MiB", "seconds"
-    );
+    print_setup(&args, &head, &mats, full.len(), rss_start);
 
     // First results per (matrix, call kind), compared bit for bit on every repeat.
-    let mut seen: HashMap<(usize, u8, usize), Vec<u32>> = HashMap::new();
+    let mut tracker = Tracker::new(mats.len());
     let others: Vec<usize> = (0..mats.len()).filter(|&i| i != LARGE).collect();
-    let mut mismatches = 0usize;
-    let (mut warm_rss, mut warm_at, mut max_after) = (None::<f64>, 0usize, 0.0f64);
-    let mut kinds_done = [false; 4];
-    let mut mats_done = vec![false; mats.len()];
     let start = Instant::now();
     let mut rng = 0x2545_f491_4f6c_dd1du64;
-    for call in 1..=args.calls {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        // The large matrix (index 3) comes up once in 64 calls, the others uniformly.
-        let m = if rng.is_multiple_of(64) {
-            LARGE
-        } else {
-            others[(rng >> 8) as usize % others.len()]
-        };
-        let kind = ((rng >> 20) % 4) as u8;
-        let subset = 1 + (rng >> 32) as usize % lines.len().min(64);
-        let matrix = model.embed_matrix(&mats[m].1).expect("embeds");
-        let bits: Vec<u32> = match kind {
-            0 => matrix.values().iter().map(|v| v.to_bits()).collect(),
-            1 => {
-                let mut s = vec![0.0f32; full.len()];
-                model.score_into(&matrix, &full, &mut s).expect("scores");
-                s.iter().map(|v| v.to_bits()).collect()
-            }
-            2 => model
-                .top_k(&matrix, &full, 10)
-                .expect("top-k")
-                .iter()
-                .flat_map(|r| [r.index as u32, r.score.to_bits()])
-                .collect(),
-            _ => {
-                // A fresh candidate set each time (prepared, used, dropped).
-                let set = model
-                    .prepare_candidates(&head, &lines[..subset])
-                    .expect("prepare");
-                let mut s = vec![0.0f32; set.len()];
-                model.score_into(&matrix, &set, &mut s).expect("scores");
-                s.iter().map(|v| v.to_bits()).collect()
-            }
-        };
-        let key = (m, kind, if kind == 3 { subset } else { 0 });
-        match seen.get(&key) {
-            Some(first) if *first != bits => mismatches += 1,
-            Some(_) => {}
-            None => {
-                seen.insert(key, bits);
-            }
-        }
-        kinds_done[kind as usize] = true;
-        mats_done[m] = true;
+    for call_no in 1..=args.calls {
+        let call = Call::next(&mut rng, &others, lines.len());
+        let bits = run_call(&model, &head, &mats, &full, &lines, &call);
+        tracker.record(&call, bits);
         let rss = rss_mib();
-        if warm_rss.is_none()
-            && call >= args.calls / 10
-            && kinds_done.iter().all(|&d| d)
-            && mats_done.iter().all(|&d| d)
-        {
-            warm_rss = Some(rss);
-            warm_at = call;
-        } else if warm_rss.is_some() {
-            max_after = max_after.max(rss);
-        }
-        if call.is_multiple_of(args.every) || call == args.calls {
+        tracker.sample(call_no, args.calls, rss);
+        if call_no.is_multiple_of(args.every) || call_no == args.calls {
             println!(
-                "{call:>8} {rss:>10.1} {:>10.1} {:>9.1}",
-                max_after.max(warm_rss.unwrap_or(rss)),
+                "{call_no:>8} {rss:>10.1} {:>10.1} {:>9.1}",
+                tracker.max_after.max(tracker.warm_rss.unwrap_or(rss)),
                 start.elapsed().as_secs_f64()
             );
         }
     }
-    let final_rss = rss_mib();
-    let warm = warm_rss.unwrap_or(final_rss);
-    let growth = max_after.max(final_rss) - warm;
-    println!(
-        "warm-up done after {warm_at} calls at {warm:.1} MiB; max after warm-up {:.1} MiB, \
-         final {final_rss:.1} MiB, growth {growth:+.1} MiB (allowed {:.0}); \
-         {} distinct (matrix, call) results, {mismatches} repeat mismatches; {:.1} s",
-        max_after.max(warm),
-        args.max_growth_mb,
-        seen.len(),
-        start.elapsed().as_secs_f64()
-    );
-    if mismatches > 0 || growth > args.max_growth_mb || warm_rss.is_none() {
+    if !report(&args, &tracker, start) {
         eprintln!("soak: FAILED");
         std::process::exit(1);
     }

@@ -267,19 +267,7 @@ impl fmt::Display for ErrorKind {
                 field,
                 value,
                 reason,
-            } => {
-                write!(f, "invalid schedule")?;
-                if let Some(i) = index {
-                    write!(f, " #{i}")?;
-                }
-                if let Some(field) = field {
-                    write!(f, " field '{field}'")?;
-                }
-                if let Some(value) = value {
-                    write!(f, " value '{value}'")?;
-                }
-                write!(f, ": {reason}")
-            }
+            } => write_schedule_error(f, *index, field.as_deref(), value.as_deref(), reason),
             ErrorKind::Executor { graph, reason } => {
                 write!(f, "executing graph '{graph}' failed: {reason}")
             }
@@ -316,6 +304,28 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Io { path: None, reason } => write!(f, "i/o error: {reason}"),
         }
     }
+}
+
+/// Writes an [`ErrorKind::Schedule`]: `invalid schedule`, then the index, field and value
+/// where known, then the reason.
+fn write_schedule_error(
+    f: &mut fmt::Formatter<'_>,
+    index: Option<usize>,
+    field: Option<&str>,
+    value: Option<&str>,
+    reason: &str,
+) -> fmt::Result {
+    write!(f, "invalid schedule")?;
+    if let Some(i) = index {
+        write!(f, " #{i}")?;
+    }
+    if let Some(field) = field {
+        write!(f, " field '{field}'")?;
+    }
+    if let Some(value) = value {
+        write!(f, " value '{value}'")?;
+    }
+    write!(f, ": {reason}")
 }
 
 impl fmt::Display for Error {

@@ -167,6 +167,26 @@ fn parity(dir: &Path, lines_of: &dyn Fn(&str) -> Vec<String>, patterns: &[CsrPat
         eprintln!("SKIPPED: no ort backend compiled in (build with --features tract)");
         return;
     };
+    let (nat, ort) = load_native_and_reference(dir, reference);
+    let name = dir.file_name().unwrap().to_string_lossy().to_string();
+    let mut worst = [0.0f32; 3];
+    worst[1] = schedule_embedding_parity(&name, &nat, &ort, lines_of);
+    for p in patterns {
+        let (matrix, scores) = matrix_and_score_parity(&name, &nat, &ort, lines_of, p);
+        worst[0] = worst[0].max(matrix);
+        worst[2] = worst[2].max(scores);
+    }
+    println!(
+        "| {name} | {} | {:.1e} | {:.1e} | {:.1e} |",
+        nat.info().heads.len(),
+        worst[0],
+        worst[1],
+        worst[2]
+    );
+}
+
+/// The bundle in `dir` loaded natively (every graph must run natively) and on `reference`.
+fn load_native_and_reference(dir: &Path, reference: Backend) -> (Model, Model) {
     let nat = load_with(dir, native(None, None));
     let ort = load_with(
         dir,
@@ -181,8 +201,17 @@ fn parity(dir: &Path, lines_of: &dyn Fn(&str) -> Vec<String>, patterns: &[CsrPat
         dir.display(),
         nat.info().engines
     );
-    let name = dir.file_name().unwrap().to_string_lossy().to_string();
-    let mut worst = [0.0f32; 3];
+    (nat, ort)
+}
+
+/// Compares the schedule embeddings of every head's lines; returns the worst deviation.
+fn schedule_embedding_parity(
+    name: &str,
+    nat: &Model,
+    ort: &Model,
+    lines_of: &dyn Fn(&str) -> Vec<String>,
+) -> f32 {
+    let mut worst = 0.0f32;
     for h in &nat.info().heads {
         let lines = lines_of(&h.name);
         let a = nat.embed_schedules(&h.name, &lines).unwrap();
@@ -197,51 +226,56 @@ fn parity(dir: &Path, lines_of: &dyn Fn(&str) -> Vec<String>, patterns: &[CsrPat
                         RTOL,
                         0.0,
                     );
-                    worst[1] = worst[1].max(w);
+                    worst = worst.max(w);
                 }
                 (None, None) => {}
                 _ => panic!("{name} {} line #{i}: validity differs", h.name),
             }
         }
     }
-    for p in patterns {
-        let me = nat.embed_matrix(p).unwrap();
-        let mo = ort.embed_matrix(p).unwrap();
-        worst[0] = worst[0].max(assert_close_scaled(
-            &format!("{name} matrix embedding"),
-            me.values(),
-            mo.values(),
+    worst
+}
+
+/// Compares the matrix embedding of `p` and every head's scores on it; returns the worst
+/// deviations `(matrix embedding, scores)`.
+fn matrix_and_score_parity(
+    name: &str,
+    nat: &Model,
+    ort: &Model,
+    lines_of: &dyn Fn(&str) -> Vec<String>,
+    p: &CsrPattern,
+) -> (f32, f32) {
+    let me = nat.embed_matrix(p).unwrap();
+    let mo = ort.embed_matrix(p).unwrap();
+    let worst_matrix = assert_close_scaled(
+        &format!("{name} matrix embedding"),
+        me.values(),
+        mo.values(),
+        RTOL,
+        0.0,
+    );
+    let mut worst_scores = 0.0f32;
+    for h in &nat.info().heads {
+        let lines = lines_of(&h.name);
+        let (sn, so) = (
+            nat.prepare_candidates(&h.name, &lines).unwrap(),
+            ort.prepare_candidates(&h.name, &lines).unwrap(),
+        );
+        let mut a = vec![0.0; sn.len()];
+        let mut b = vec![0.0; so.len()];
+        nat.score_into(&me, &sn, &mut a).unwrap();
+        // The same matrix embedding for both, so the scores compare the heads alone.
+        let mo_same = ort.embed_matrix(p).unwrap();
+        ort.score_into(&mo_same, &so, &mut b).unwrap();
+        worst_scores = worst_scores.max(assert_close_scaled(
+            &format!("{name} {} scores", h.name),
+            &a,
+            &b,
             RTOL,
             0.0,
         ));
-        for h in &nat.info().heads {
-            let lines = lines_of(&h.name);
-            let (sn, so) = (
-                nat.prepare_candidates(&h.name, &lines).unwrap(),
-                ort.prepare_candidates(&h.name, &lines).unwrap(),
-            );
-            let mut a = vec![0.0; sn.len()];
-            let mut b = vec![0.0; so.len()];
-            nat.score_into(&me, &sn, &mut a).unwrap();
-            // The same matrix embedding for both, so the scores compare the heads alone.
-            let mo_same = ort.embed_matrix(p).unwrap();
-            ort.score_into(&mo_same, &so, &mut b).unwrap();
-            worst[2] = worst[2].max(assert_close_scaled(
-                &format!("{name} {} scores", h.name),
-                &a,
-                &b,
-                RTOL,
-                0.0,
-            ));
-        }
     }
-    println!(
-        "| {name} | {} | {:.1e} | {:.1e} | {:.1e} |",
-        nat.info().heads.len(),
-        worst[0],
-        worst[1],
-        worst[2]
-    );
+    (worst_matrix, worst_scores)
 }
 
 fn golden_lines(dir: &Path) -> impl Fn(&str) -> Vec<String> {

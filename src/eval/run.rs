@@ -103,6 +103,48 @@ pub enum FileOutcome {
     Skipped(SkippedFile),
 }
 
+/// The schedule lines of a measured file, sorted: the measured schedules with their
+/// runtimes, and counts of the lines skipped.
+struct Tally<'l> {
+    schedules: Vec<&'l Schedule>,
+    measured: Vec<f64>,
+    invalid_lines: usize,
+    unmeasured_lines: usize,
+    /// The first [`MAX_LINE_ERRORS`] invalid-line messages.
+    line_errors: Vec<String>,
+}
+
+impl<'l> Tally<'l> {
+    fn of(lines: &'l [(usize, Result<ParsedLine>)]) -> Self {
+        let mut tally = Tally {
+            schedules: Vec::new(),
+            measured: Vec::new(),
+            invalid_lines: 0,
+            unmeasured_lines: 0,
+            line_errors: Vec::new(),
+        };
+        for (_, line) in lines {
+            match line {
+                Ok(ParsedLine {
+                    schedule,
+                    measured_ms: Some(ms),
+                }) => {
+                    tally.schedules.push(schedule);
+                    tally.measured.push(*ms);
+                }
+                Ok(_) => tally.unmeasured_lines += 1,
+                Err(e) => {
+                    tally.invalid_lines += 1;
+                    if tally.line_errors.len() < MAX_LINE_ERRORS {
+                        tally.line_errors.push(e.to_string());
+                    }
+                }
+            }
+        }
+        tally
+    }
+}
+
 /// Evaluates one head of a model against measured files.
 ///
 /// # Threads
@@ -170,43 +212,59 @@ impl<'a> Evaluator<'a> {
         if lines.is_empty() {
             return skip("the measured file has no schedule lines".into());
         }
-        let mut schedules = Vec::new();
-        let mut measured = Vec::new();
-        let (mut invalid_lines, mut unmeasured_lines) = (0, 0);
-        let mut line_errors = Vec::new();
-        for (_, line) in &lines {
-            match line {
-                Ok(ParsedLine {
-                    schedule,
-                    measured_ms: Some(ms),
-                }) => {
-                    schedules.push(schedule);
-                    measured.push(*ms);
-                }
-                Ok(_) => unmeasured_lines += 1,
-                Err(e) => {
-                    invalid_lines += 1;
-                    if line_errors.len() < MAX_LINE_ERRORS {
-                        line_errors.push(e.to_string());
-                    }
-                }
-            }
-        }
-        if schedules.is_empty() {
-            if invalid_lines == lines.len() {
+        let tally = Tally::of(&lines);
+        if tally.schedules.is_empty() {
+            if tally.invalid_lines == lines.len() {
                 return Err(reading()(Error::invalid_argument(format!(
                     "none of its {} lines is a valid schedule for head {} (first error: {})",
                     lines.len(),
                     self.head,
-                    line_errors.first().map_or("", String::as_str)
+                    tally.line_errors.first().map_or("", String::as_str)
                 ))));
             }
             return skip("no schedule line has a measured runtime".into());
         }
-        let texts: Vec<String> = schedules.iter().map(|s| self.schema.format(s)).collect();
+        let texts: Vec<String> = tally
+            .schedules
+            .iter()
+            .map(|s| self.schema.format(s))
+            .collect();
+        let (pattern, predicted) = self.predict(file, matrix_path, &texts)?;
+        let default_index = self
+            .default
+            .as_ref()
+            .and_then(|d| tally.schedules.iter().position(|s| *s == d));
+        let metrics = ranking_metrics(&predicted, &tally.measured, default_index);
+        let ranks = predicted_ranks(&predicted);
+        let top1_schedule = ranks.iter().position(|&r| r == 1).map(|i| texts[i].clone());
+        Ok(FileOutcome::Evaluated(Box::new(MatrixEval {
+            matrix: file.name.clone(),
+            matrix_file: matrix_path.display().to_string(),
+            measured_file: file.measured.display().to_string(),
+            rows: pattern.nrows(),
+            cols: pattern.ncols(),
+            nnz: pattern.nnz(),
+            lines: lines.len(),
+            invalid_lines: tally.invalid_lines,
+            line_errors: tally.line_errors,
+            unmeasured_lines: tally.unmeasured_lines,
+            metrics,
+            points: ranks.into_iter().zip(tally.measured).collect(),
+            top1_schedule,
+        })))
+    }
+
+    /// Scores the schedules `texts` of `file` on its matrix: the matrix read, and the scores
+    /// oriented so that lower predicts faster.
+    fn predict(
+        &self,
+        file: &MeasuredFile,
+        matrix_path: &Path,
+        texts: &[String],
+    ) -> Result<(CsrPattern, Vec<f64>), Box<FileError>> {
         let candidates = self
             .model
-            .prepare_candidates(&self.head, &texts)
+            .prepare_candidates(&self.head, texts)
             .map_err(FileError::new("embedding the schedules of", &file.measured))?;
         let pattern = CsrPattern::read_file(matrix_path)
             .map_err(FileError::new("reading matrix", matrix_path))?;
@@ -226,28 +284,7 @@ impl<'a> Evaluator<'a> {
                 ),
             ));
         }
-        let default_index = self
-            .default
-            .as_ref()
-            .and_then(|d| schedules.iter().position(|s| *s == d));
-        let metrics = ranking_metrics(&predicted, &measured, default_index);
-        let ranks = predicted_ranks(&predicted);
-        let top1_schedule = ranks.iter().position(|&r| r == 1).map(|i| texts[i].clone());
-        Ok(FileOutcome::Evaluated(Box::new(MatrixEval {
-            matrix: file.name.clone(),
-            matrix_file: matrix_path.display().to_string(),
-            measured_file: file.measured.display().to_string(),
-            rows: pattern.nrows(),
-            cols: pattern.ncols(),
-            nnz: pattern.nnz(),
-            lines: lines.len(),
-            invalid_lines,
-            line_errors,
-            unmeasured_lines,
-            metrics,
-            points: ranks.into_iter().zip(measured).collect(),
-            top1_schedule,
-        })))
+        Ok((pattern, predicted))
     }
 
     /// Evaluates `files` in parallel on `threads` workers (`None`: all cores), calling

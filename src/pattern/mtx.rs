@@ -188,111 +188,155 @@ impl CsrPattern {
         limits: &PatternLimits,
     ) -> Result<Self> {
         let mut lines = Lines::new(reader, limits.max_line_bytes);
-
-        // Header.
-        let (field, symmetry) = match lines.next_line()? {
-            None => return Err(at(1, "empty input, expected a '%%MatrixMarket' header")),
-            Some((_, Line::Comment(bytes))) => match std::str::from_utf8(bytes) {
-                Ok(text) => parse_header(text, 1)?,
-                Err(e) => return Err(not_utf8(1, bytes, &e)),
-            },
-            Some((_, Line::Text(text))) => parse_header(text, 1)?,
-            Some((_, Line::Blank)) => parse_header("", 1)?,
-        };
-        let n_values = match field {
-            Field::Pattern => 0,
-            Field::Real | Field::Integer => 1,
-            Field::Complex => 2,
-        };
-
-        // Comments and blank lines, then the size line.
-        let (nrows, ncols, entries) = loop {
-            let last = lines.lineno();
-            let (lineno, text) = match lines.next_line()? {
-                None => {
-                    return Err(at(
-                        last + 1,
-                        "end of input before the size line 'rows cols entries'",
-                    ))
-                }
-                Some((_, Line::Blank | Line::Comment(_))) => continue,
-                Some((n, Line::Text(text))) => (n, text),
-            };
-            let toks: Vec<&str> = text.split_whitespace().collect();
-            if toks.len() != 3 {
-                return Err(at(
-                    lineno,
-                    format!(
-                        "size line must be 'rows cols entries', found {} tokens",
-                        toks.len()
-                    ),
-                ));
-            }
-            break (
-                parse_usize(toks[0], "rows", lineno)?,
-                parse_usize(toks[1], "cols", lineno)?,
-                parse_usize(toks[2], "entries", lineno)?,
-            );
-        };
-        let size_line = lines.lineno();
-        let here = |e: Error| match e.kind() {
-            crate::ErrorKind::Pattern { reason, .. } => at(size_line, reason.clone()),
-            _ => e,
-        };
-        limits.check_dims(nrows, ncols).map_err(here)?;
-        limits
-            .check_nnz(entries, "the size line declares")
-            .map_err(here)?;
-        if symmetry != Symmetry::General && nrows != ncols {
-            return Err(at(
-                size_line,
-                format!("a {symmetry:?} matrix must be square, found {nrows} x {ncols}")
-                    .to_lowercase(),
-            ));
-        }
-        // Storage grows with the entries read, not with the declared count.
-        let mut coords: Vec<(u32, u32)> = Vec::with_capacity(entries.min(1 << 12));
-
-        let mut found = 0usize;
-        while let Some((lineno, line)) = lines.next_line()? {
-            let Line::Text(text) = line else { continue };
-            if found == entries {
-                return Err(at(
-                    lineno,
-                    format!("unexpected data after the {entries} declared entries"),
-                ));
-            }
-            let (r, c) = parse_entry(text, lineno, (nrows, ncols), field, n_values)?;
-            if symmetry == Symmetry::SkewSymmetric && r == c {
-                return Err(at(
-                    lineno,
-                    format!(
-                        "diagonal entry ({}, {}) in a skew-symmetric matrix",
-                        r + 1,
-                        c + 1
-                    ),
-                ));
-            }
-            coords.push((r, c));
-            if symmetry != Symmetry::General && r != c {
-                coords.push((c, r));
-            }
-            limits
-                .check_nnz(coords.len(), "the file holds at least")
-                .map_err(|e| match e.kind() {
-                    crate::ErrorKind::Pattern { reason, .. } => at(lineno, reason.clone()),
-                    _ => e,
-                })?;
-            found += 1;
-        }
-        if found != entries {
-            return Err(at(
-                lines.lineno() + 1,
-                format!("end of input after {found} entries, the size line declares {entries}"),
-            ));
-        }
-        Self::from_coordinates(nrows, ncols, coords)
+        let (field, symmetry) = read_header(&mut lines)?;
+        let size = read_size_line(&mut lines)?;
+        check_size(size, symmetry, lines.lineno(), limits)?;
+        let coords = read_entries(&mut lines, size, field, symmetry, limits)?;
+        Self::from_coordinates(size.nrows, size.ncols, coords)
     }
+}
+
+/// What the size line declares.
+#[derive(Debug, Clone, Copy)]
+struct Size {
+    nrows: usize,
+    ncols: usize,
+    entries: usize,
+}
+
+/// Reads the first line as the `%%MatrixMarket` header.
+fn read_header(lines: &mut Lines<impl BufRead>) -> Result<(Field, Symmetry)> {
+    match lines.next_line()? {
+        None => Err(at(1, "empty input, expected a '%%MatrixMarket' header")),
+        Some((_, Line::Comment(bytes))) => match std::str::from_utf8(bytes) {
+            Ok(text) => parse_header(text, 1),
+            Err(e) => Err(not_utf8(1, bytes, &e)),
+        },
+        Some((_, Line::Text(text))) => parse_header(text, 1),
+        Some((_, Line::Blank)) => parse_header("", 1),
+    }
+}
+
+/// Skips comments and blank lines, then parses the size line 'rows cols entries'.
+fn read_size_line(lines: &mut Lines<impl BufRead>) -> Result<Size> {
+    let (lineno, text) = loop {
+        let last = lines.lineno();
+        match lines.next_line()? {
+            None => {
+                return Err(at(
+                    last + 1,
+                    "end of input before the size line 'rows cols entries'",
+                ))
+            }
+            Some((_, Line::Blank | Line::Comment(_))) => continue,
+            Some((n, Line::Text(text))) => break (n, text),
+        }
+    };
+    let toks: Vec<&str> = text.split_whitespace().collect();
+    if toks.len() != 3 {
+        return Err(at(
+            lineno,
+            format!(
+                "size line must be 'rows cols entries', found {} tokens",
+                toks.len()
+            ),
+        ));
+    }
+    Ok(Size {
+        nrows: parse_usize(toks[0], "rows", lineno)?,
+        ncols: parse_usize(toks[1], "cols", lineno)?,
+        entries: parse_usize(toks[2], "entries", lineno)?,
+    })
+}
+
+/// Moves a pattern error (from a limit check) to `line`; other errors pass unchanged.
+fn on_line(line: usize, e: Error) -> Error {
+    match e.kind() {
+        crate::ErrorKind::Pattern { reason, .. } => at(line, reason.clone()),
+        _ => e,
+    }
+}
+
+/// Checks the declared size against the limits, and that a symmetric kind is square.
+fn check_size(
+    size: Size,
+    symmetry: Symmetry,
+    size_line: usize,
+    limits: &PatternLimits,
+) -> Result<()> {
+    let Size {
+        nrows,
+        ncols,
+        entries,
+    } = size;
+    limits
+        .check_dims(nrows, ncols)
+        .map_err(|e| on_line(size_line, e))?;
+    limits
+        .check_nnz(entries, "the size line declares")
+        .map_err(|e| on_line(size_line, e))?;
+    if symmetry != Symmetry::General && nrows != ncols {
+        return Err(at(
+            size_line,
+            format!("a {symmetry:?} matrix must be square, found {nrows} x {ncols}").to_lowercase(),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the entry lines to the end of input: exactly the declared count, each checked,
+/// symmetric kinds expanded to both triangles. Returns 0-based `(row, col)` coordinates.
+fn read_entries(
+    lines: &mut Lines<impl BufRead>,
+    size: Size,
+    field: Field,
+    symmetry: Symmetry,
+    limits: &PatternLimits,
+) -> Result<Vec<(u32, u32)>> {
+    let entries = size.entries;
+    let n_values = match field {
+        Field::Pattern => 0,
+        Field::Real | Field::Integer => 1,
+        Field::Complex => 2,
+    };
+    // Storage grows with the entries read, not with the declared count.
+    let mut coords: Vec<(u32, u32)> = Vec::with_capacity(entries.min(1 << 12));
+    let mut found = 0usize;
+    while let Some((lineno, line)) = lines.next_line()? {
+        let Line::Text(text) = line else { continue };
+        if found == entries {
+            return Err(at(
+                lineno,
+                format!("unexpected data after the {entries} declared entries"),
+            ));
+        }
+        let (r, c) = parse_entry(text, lineno, (size.nrows, size.ncols), field, n_values)?;
+        if symmetry == Symmetry::SkewSymmetric && r == c {
+            return Err(at(
+                lineno,
+                format!(
+                    "diagonal entry ({}, {}) in a skew-symmetric matrix",
+                    r + 1,
+                    c + 1
+                ),
+            ));
+        }
+        coords.push((r, c));
+        if symmetry != Symmetry::General && r != c {
+            coords.push((c, r));
+        }
+        limits
+            .check_nnz(coords.len(), "the file holds at least")
+            .map_err(|e| on_line(lineno, e))?;
+        found += 1;
+    }
+    if found != entries {
+        return Err(at(
+            lines.lineno() + 1,
+            format!("end of input after {found} entries, the size line declares {entries}"),
+        ));
+    }
+    Ok(coords)
 }
 
 /// Parses one entry line: 1-based indices checked against the shape, then exactly
@@ -443,7 +487,7 @@ mod tests {
     }
 
     #[test]
-    fn body_errors() {
+    fn size_line_errors() {
         let h = "%%MatrixMarket matrix coordinate real general\n";
         assert_eq!(
             err(h),
@@ -463,6 +507,11 @@ mod tests {
             err(&format!("{h}2 -2 1\n")),
             (Some(2), "cols '-2' is not a non-negative integer".into())
         );
+    }
+
+    #[test]
+    fn index_errors() {
+        let h = "%%MatrixMarket matrix coordinate real general\n";
         assert_eq!(
             err(&format!("{h}2 2 1\n3 1 1.0\n")),
             (Some(3), "row index 3 is outside 1..=2".into())
@@ -479,6 +528,11 @@ mod tests {
             err(&format!("{h}2 2 1\n1 x 1.0\n")),
             (Some(3), "column 'x' is not a non-negative integer".into())
         );
+    }
+
+    #[test]
+    fn value_errors() {
+        let h = "%%MatrixMarket matrix coordinate real general\n";
         assert_eq!(
             err(&format!("{h}2 2 1\n1 1\n")),
             (
@@ -490,6 +544,11 @@ mod tests {
             err(&format!("{h}2 2 1\n1 1 abc\n")),
             (Some(3), "value 'abc' is not a valid real number".into())
         );
+    }
+
+    #[test]
+    fn entry_count_errors() {
+        let h = "%%MatrixMarket matrix coordinate real general\n";
         assert_eq!(
             err(&format!("{h}2 2 1\n1 1 1.0\n2 2 1.0\n")),
             (
@@ -504,6 +563,10 @@ mod tests {
                 "end of input after 1 entries, the size line declares 2".into()
             )
         );
+    }
+
+    #[test]
+    fn field_and_symmetry_errors() {
         let int = "%%MatrixMarket matrix coordinate integer general\n2 2 1\n1 1 1.5\n";
         assert_eq!(
             err(int),

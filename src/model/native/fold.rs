@@ -190,20 +190,7 @@ impl Compiler<'_> {
         force: Option<Stage>,
         node: &str,
     ) -> Result<std::result::Result<BufId, String>> {
-        let mut stage: Option<Stage> = None;
-        for leaf in f
-            .terms
-            .iter()
-            .map(|(l, _)| *l)
-            .chain(f.lookups.iter().map(|l| l.leaf))
-        {
-            let s = self.leaf_stage(leaf);
-            stage = Some(stage.map_or(s, |t| t.join(s)));
-        }
-        let mut stage = stage.unwrap_or(self.inputs.const_stage);
-        if let Some(forced) = force {
-            stage = stage.join(forced);
-        }
+        let stage = self.stage_of(f, force);
         if !relu {
             if let Some(leaf) = f.as_leaf() {
                 if self.leaf_stage(leaf) == stage {
@@ -221,7 +208,32 @@ impl Compiler<'_> {
             };
             return self.emit(stage, f.width, part, relu, node);
         }
-        // Split: u = bias + Matrix terms; v = Candidate terms; Score terms stay.
+        self.emit_split(f, relu, node)
+    }
+
+    /// The stage of `f`: the join of its leaves' stages (the constant stage without
+    /// leaves), joined with `force` if given.
+    fn stage_of(&self, f: &Form, force: Option<Stage>) -> Stage {
+        let mut stage: Option<Stage> = None;
+        for leaf in f
+            .terms
+            .iter()
+            .map(|(l, _)| *l)
+            .chain(f.lookups.iter().map(|l| l.leaf))
+        {
+            let s = self.leaf_stage(leaf);
+            stage = Some(stage.map_or(s, |t| t.join(s)));
+        }
+        let stage = stage.unwrap_or(self.inputs.const_stage);
+        match force {
+            Some(forced) => stage.join(forced),
+            None => stage,
+        }
+    }
+
+    /// Splits a Score-stage form by its leaves' stages: `u` = bias + Matrix terms, `v` =
+    /// Candidate terms and the lookups, and the Score terms.
+    fn split_by_stage(&self, f: &Form) -> (Part, Part, Vec<(LeafId, Mat64)>) {
         let mut mat = Part {
             bias: Some(f.bias.clone()),
             terms: Vec::new(),
@@ -240,6 +252,18 @@ impl Compiler<'_> {
                 Stage::Score => score_terms.push((*leaf, m.clone())),
             }
         }
+        (mat, cand, score_terms)
+    }
+
+    /// Emits a Score-stage form split (see [`split_by_stage`](Self::split_by_stage)): `u`
+    /// once per matrix, `v` once per candidate, then the Score layer from `u + v`.
+    fn emit_split(
+        &mut self,
+        f: &Form,
+        relu: bool,
+        node: &str,
+    ) -> Result<std::result::Result<BufId, String>> {
+        let (mat, cand, score_terms) = self.split_by_stage(f);
         for lk in &cand.lookups {
             if self.leaf_stage(lk.leaf) != Stage::Candidate {
                 return Ok(Err("embedding lookup outside the candidate stage".into()));

@@ -17,7 +17,7 @@
 use super::budget::prod;
 use super::form::{Lookup, Mat64};
 use crate::error::{Error, Result};
-use crate::schedule::{FieldKind, Schema};
+use crate::schedule::{Field, FieldKind, Schema};
 use crate::simd::gemm::{apply_row_ops, RowOp};
 use crate::simd::SimdLevel;
 
@@ -55,6 +55,122 @@ pub(crate) enum TablesError {
     Unsupported(String),
 }
 
+/// The first layer being folded: the linear part `m` (`width × D`, absent when zero) and the
+/// lookups, with the row stride of the tables.
+struct Layer<'a> {
+    m: Option<&'a Mat64>,
+    lookups: &'a [Lookup],
+    width: usize,
+    stride: usize,
+}
+
+impl Layer<'_> {
+    /// The linear coefficient of output `o` on encoded column `c`.
+    fn coef(&self, o: usize, c: usize) -> f64 {
+        self.m.map_or(0.0, |m| m.at(o, c))
+    }
+
+    /// Indices of the lookups on the columns of `field`.
+    fn lookups_on(&self, field: &Field) -> Vec<usize> {
+        let c = field.offset();
+        (0..self.lookups.len())
+            .filter(|&i| (c..c + field.width()).contains(&self.lookups[i].col))
+            .collect()
+    }
+
+    /// Checks that each lookup on a choice field has a row per value.
+    fn check_lookup_rows(
+        &self,
+        field: &Field,
+        vocab: usize,
+        on_field: &[usize],
+        origin: &str,
+    ) -> Result<(), TablesError> {
+        for &i in on_field {
+            let lk = &self.lookups[i];
+            if lk.table.rows < vocab {
+                return Err(TablesError::Invalid(Error::bundle(
+                    format!("{origin}: node '{}'", lk.name),
+                    format!(
+                        "embedding table has {} rows but schema field '{}' has {vocab} values",
+                        lk.table.rows,
+                        field.name()
+                    ),
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses any lookup on a field that is not a choice (`what` names the columns).
+    fn refuse_lookups(
+        &self,
+        field: &Field,
+        on_field: &[usize],
+        what: &str,
+    ) -> Result<(), TablesError> {
+        match on_field.first() {
+            Some(&i) => Err(TablesError::Unsupported(format!(
+                "embedding lookup '{}' on {what} '{}'",
+                self.lookups[i].name,
+                field.name()
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The table of a choice field at column `c`: row `v` is `v·M[:, c]` plus the lookups'
+    /// row `v`; `None` when both are absent.
+    fn choice_table(&self, c: usize, vocab: usize, on_field: &[usize]) -> Option<FieldTable> {
+        let linear = (0..self.width).any(|o| self.coef(o, c) != 0.0);
+        if !linear && on_field.is_empty() {
+            return None;
+        }
+        let mut table = vec![0.0f32; vocab * self.stride];
+        for v in 0..vocab {
+            for o in 0..self.width {
+                let mut s = self.coef(o, c) * v as f64;
+                for &i in on_field {
+                    s += self.lookups[i].table.at(v, o);
+                }
+                table[v * self.stride + o] = s as f32;
+            }
+        }
+        Some(FieldTable::Choice {
+            col: c,
+            vocab,
+            table,
+        })
+    }
+
+    /// The table of a permutation of `n` symbols at column `c`: row `j` is `M[:, c + j]`;
+    /// `None` when all `n²` columns are zero.
+    fn permutation_table(&self, c: usize, n: usize) -> Option<FieldTable> {
+        if (0..self.width).all(|o| (c..c + n * n).all(|k| self.coef(o, k) == 0.0)) {
+            return None;
+        }
+        let mut table = vec![0.0f32; n * n * self.stride];
+        for j in 0..n * n {
+            for o in 0..self.width {
+                table[j * self.stride + o] = self.coef(o, c + j) as f32;
+            }
+        }
+        Some(FieldTable::Permutation { col: c, n, table })
+    }
+
+    /// The coefficients of an integer field at column `c`; `None` when they are all zero.
+    fn scalar_table(&self, c: usize) -> Option<FieldTable> {
+        if (0..self.width).all(|o| self.coef(o, c) == 0.0) {
+            return None;
+        }
+        let mut coef = vec![0.0f32; self.stride];
+        for (o, slot) in coef.iter_mut().enumerate().take(self.width) {
+            *slot = self.coef(o, c) as f32;
+        }
+        Some(FieldTable::Scalar { col: c, coef })
+    }
+}
+
 impl FieldTables {
     /// Builds the tables of `m` (`width × D`, `D` the schema's encoded width) and `lookups`
     /// (all on the encoded row), rows padded to `stride`.
@@ -66,89 +182,35 @@ impl FieldTables {
         stride: usize,
         origin: &str,
     ) -> Result<FieldTables, TablesError> {
-        let col_of = |o: usize, c: usize| m.map_or(0.0, |m| m.at(o, c));
+        let layer = Layer {
+            m,
+            lookups,
+            width,
+            stride,
+        };
         let mut fields = Vec::new();
         let mut used = vec![false; lookups.len()];
         for field in schema.fields() {
-            let c = field.offset();
-            let on_field: Vec<usize> = (0..lookups.len())
-                .filter(|&i| (c..c + field.width()).contains(&lookups[i].col))
-                .collect();
-            match field.kind() {
+            let on_field = layer.lookups_on(field);
+            let table = match field.kind() {
                 FieldKind::Choice(ch) => {
                     let vocab = ch.values().len();
+                    layer.check_lookup_rows(field, vocab, &on_field, origin)?;
                     for &i in &on_field {
-                        let lk = &lookups[i];
-                        if lk.table.rows < vocab {
-                            return Err(TablesError::Invalid(Error::bundle(
-                                format!("{origin}: node '{}'", lk.name),
-                                format!(
-                                    "embedding table has {} rows but schema field '{}' has {vocab} values",
-                                    lk.table.rows,
-                                    field.name()
-                                ),
-                            )));
-                        }
                         used[i] = true;
                     }
-                    let linear = (0..width).any(|o| col_of(o, c) != 0.0);
-                    if !linear && on_field.is_empty() {
-                        continue;
-                    }
-                    let mut table = vec![0.0f32; vocab * stride];
-                    for v in 0..vocab {
-                        for o in 0..width {
-                            let mut s = col_of(o, c) * v as f64;
-                            for &i in &on_field {
-                                s += lookups[i].table.at(v, o);
-                            }
-                            table[v * stride + o] = s as f32;
-                        }
-                    }
-                    fields.push(FieldTable::Choice {
-                        col: c,
-                        vocab,
-                        table,
-                    });
+                    layer.choice_table(field.offset(), vocab, &on_field)
                 }
                 FieldKind::Permutation(p) => {
-                    if let Some(&i) = on_field.first() {
-                        return Err(TablesError::Unsupported(format!(
-                            "embedding lookup '{}' on the one-hot columns of field '{}'",
-                            lookups[i].name,
-                            field.name()
-                        )));
-                    }
-                    let n = p.symbols().len();
-                    if (0..width).all(|o| (c..c + n * n).all(|k| col_of(o, k) == 0.0)) {
-                        continue;
-                    }
-                    let mut table = vec![0.0f32; n * n * stride];
-                    for j in 0..n * n {
-                        for o in 0..width {
-                            table[j * stride + o] = col_of(o, c + j) as f32;
-                        }
-                    }
-                    fields.push(FieldTable::Permutation { col: c, n, table });
+                    layer.refuse_lookups(field, &on_field, "the one-hot columns of field")?;
+                    layer.permutation_table(field.offset(), p.symbols().len())
                 }
                 FieldKind::Integer(_) => {
-                    if let Some(&i) = on_field.first() {
-                        return Err(TablesError::Unsupported(format!(
-                            "embedding lookup '{}' on integer field '{}'",
-                            lookups[i].name,
-                            field.name()
-                        )));
-                    }
-                    if (0..width).all(|o| col_of(o, c) == 0.0) {
-                        continue;
-                    }
-                    let mut coef = vec![0.0f32; stride];
-                    for (o, slot) in coef.iter_mut().enumerate().take(width) {
-                        *slot = col_of(o, c) as f32;
-                    }
-                    fields.push(FieldTable::Scalar { col: c, coef });
+                    layer.refuse_lookups(field, &on_field, "integer field")?;
+                    layer.scalar_table(field.offset())
                 }
-            }
+            };
+            fields.extend(table);
         }
         if let Some(i) = used.iter().position(|u| !u) {
             return Err(TablesError::Unsupported(format!(
