@@ -19,8 +19,8 @@
 use std::ops::Range;
 
 use super::coords::Coords;
-use super::masks::{mask_kappas, MaskGeometry, MaskScanner};
-use super::rulebook::{Geometry, Neighbours, PairSink};
+use super::masks::{MaskGeometry, MaskScanner};
+use super::rulebook::{mask_kappas, Geometry, Neighbours, PairSink};
 use super::window::Window;
 use crate::simd::SimdLevel;
 

@@ -3,32 +3,12 @@
 //! only on which kernel offsets hold an input point, a `k²`-bit mask (`k² ≤ 64`).
 //!
 //! Mask bit `i_r·k + i_c` stands for the offset `(a_{i_r}, a_{i_c})` (kernel index
-//! `κ = i_r + k·i_c`). Bitmaps pay when input rows are long; [`mask_of_list`] builds the same
+//! `κ = i_r + k·i_c`). Bitmaps pay when input rows are long; `rulebook::mask_of_list` builds the same
 //! mask from a neighbour list for short rows.
 
 use super::coords::Coords;
 use super::rulebook::{Geometry, Neighbours};
 use crate::simd::SimdLevel;
-
-/// Mask bit of kernel index `kappa`.
-#[inline]
-pub(crate) fn mask_bit(kappa: u32, k: u32) -> u32 {
-    (kappa % k) * k + kappa / k
-}
-
-/// The mask of a neighbour list `(κ, point)`.
-#[inline]
-pub(crate) fn mask_of_list(list: &[(u32, u32)], k: u32) -> u64 {
-    list.iter()
-        .fold(0u64, |m, &(kappa, _)| m | (1u64 << mask_bit(kappa, k)))
-}
-
-/// The kernel indices of a mask, ascending.
-pub(crate) fn mask_kappas(mask: u64, k: u32) -> impl Iterator<Item = u32> {
-    (0..k).flat_map(move |ic| {
-        (0..k).filter_map(move |ir| (mask >> (ir * k + ic) & 1 == 1).then_some(ir + k * ic))
-    })
-}
 
 /// Bitmap layout for neighbour masks of one conv: input columns in units of the input
 /// tensor stride, shifted right by `pad` so every window starts at a non-negative bit.
@@ -177,6 +157,7 @@ impl<'a> MaskScanner<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::featurize::rulebook::mask_of_list;
     use crate::pattern::CsrPattern;
 
     /// The ring of bitmaps gives every point the mask of its neighbour list, over rows with

@@ -16,7 +16,6 @@
 //! (never on the thread count).
 
 use super::coords::Coords;
-use super::masks::mask_of_list;
 #[cfg(target_arch = "x86_64")]
 use crate::simd::scan::{Avx2Lanes, Lanes16};
 use crate::simd::SimdLevel;
@@ -619,6 +618,26 @@ pub(crate) fn searches_in_blocks(geom: &Geometry, level: SimdLevel) -> bool {
 /// window's bounds fit `i32` lanes.
 fn blocks_fit(geom: &Geometry) -> bool {
     geom.dense && geom.k <= 5 && geom.step.is_power_of_two() && geom.step * geom.k as u64 <= 1 << 29
+}
+
+/// Mask bit of kernel index `kappa`.
+#[inline]
+pub(crate) fn mask_bit(kappa: u32, k: u32) -> u32 {
+    (kappa % k) * k + kappa / k
+}
+
+/// The mask of a neighbour list `(κ, point)`.
+#[inline]
+pub(crate) fn mask_of_list(list: &[(u32, u32)], k: u32) -> u64 {
+    list.iter()
+        .fold(0u64, |m, &(kappa, _)| m | (1u64 << mask_bit(kappa, k)))
+}
+
+/// The kernel indices of a mask, ascending.
+pub(crate) fn mask_kappas(mask: u64, k: u32) -> impl Iterator<Item = u32> {
+    (0..k).flat_map(move |ic| {
+        (0..k).filter_map(move |ir| (mask >> (ir * k + ic) & 1 == 1).then_some(ir + k * ic))
+    })
 }
 
 #[cfg(test)]

@@ -170,7 +170,7 @@ impl Schema {
     ) -> Result<Option<f64>, super::Problem> {
         match self.text_format() {
             super::TextFormat::Waco => {
-                let (body, ms) = super::waco::split_measured(line);
+                let (body, ms) = super::parse::split_measured(line);
                 tokens.clear();
                 // ASCII lines (all machine-written ones) split faster without Unicode tables;
                 // the separators are exactly `char::is_whitespace`'s ASCII ones (vertical tab
@@ -206,7 +206,7 @@ impl Schema {
                             super::Problem::new(Some(field.name()), Some(r.value), r.reason)
                         })?;
                 }
-                ms.map(super::waco::parse_measured_ms).transpose()
+                ms.map(super::parse::parse_measured_ms).transpose()
             }
         }
     }

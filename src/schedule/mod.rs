@@ -33,9 +33,10 @@ pub use encode::EncodedBatch;
 pub use kind::{
     ChoiceKind, ChoiceValues, FieldKind, FieldValue, IntegerEncoding, IntegerKind, PermutationKind,
 };
+pub use parse::split_measured;
 pub use parse::{ParsedLine, Schedule};
 pub use schema::{Field, Schema, TextFormat, SCHEMA_VERSION};
-pub use waco::{read_measured_file, read_measured_lines, split_measured};
+pub use waco::{read_measured_file, read_measured_lines};
 
 use crate::error::Error;
 

@@ -1,8 +1,9 @@
-//! [`Schedule`] values: parsing text lines and tokens against a [`Schema`], and printing them.
+//! [`Schedule`] values: parsing text lines and tokens against a [`Schema`] (with a measured
+//! `= <ms>` suffix), and printing them.
 
 use super::kind::FieldValue;
 use super::schema::{Schema, TextFormat};
-use super::{waco, Problem};
+use super::Problem;
 use crate::error::Result;
 
 /// A schedule validated against a [`Schema`]: one [`FieldValue`] per field, in field order.
@@ -140,10 +141,10 @@ impl Schema {
     pub(crate) fn parse_line_inner(&self, line: &str) -> Result<ParsedLine, Problem> {
         match self.text_format() {
             TextFormat::Waco => {
-                let (body, ms) = waco::split_measured(line);
+                let (body, ms) = split_measured(line);
                 let tokens: Vec<&str> = body.split_whitespace().collect();
                 let schedule = self.parse_tokens(&tokens)?;
-                let measured_ms = ms.map(waco::parse_measured_ms).transpose()?;
+                let measured_ms = ms.map(parse_measured_ms).transpose()?;
                 Ok(ParsedLine {
                     schedule,
                     measured_ms,
@@ -201,6 +202,45 @@ impl Schema {
         }
         Ok(())
     }
+}
+
+/// Splits a schedule line at its first `=` into the schedule text and the measured-time
+/// text (both untrimmed). Lines without `=` have no measured time.
+///
+/// ```
+/// use dashrank::schedule::split_measured;
+///
+/// assert_eq!(split_measured("1 2 = 3.5"), ("1 2 ", Some(" 3.5")));
+/// assert_eq!(split_measured("1 2"), ("1 2", None));
+/// ```
+pub fn split_measured(line: &str) -> (&str, Option<&str>) {
+    match line.split_once('=') {
+        Some((body, ms)) => (body, Some(ms)),
+        None => (line, None),
+    }
+}
+
+/// Parses the text after `=`: exactly one finite, non-negative number of milliseconds.
+pub(crate) fn parse_measured_ms(text: &str) -> Result<f64, Problem> {
+    let bad = |reason: String| Problem::new(None, Some(text.trim().to_owned()), reason);
+    let mut tokens = text.split_whitespace();
+    let token = match (tokens.next(), tokens.next()) {
+        (None, _) => return Err(bad("missing measured time after '='".into())),
+        (Some(one), None) => one,
+        (Some(_), Some(_)) => {
+            return Err(bad(format!(
+                "expected one number after '=', found {} tokens",
+                2 + tokens.count()
+            )))
+        }
+    };
+    let ms: f64 = token
+        .parse()
+        .map_err(|_| bad("measured time is not a number".into()))?;
+    if !ms.is_finite() || ms < 0.0 {
+        return Err(bad("measured time must be finite and non-negative".into()));
+    }
+    Ok(ms)
 }
 
 #[cfg(test)]

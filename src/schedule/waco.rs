@@ -1,5 +1,5 @@
-//! WACO SuperSchedule text: the `= <ms>` suffix and whole collected-data files
-//! (`<tokens> = <ms>` per line, as in WACO's `TrainingData/CollectedData/*.txt`).
+//! Whole WACO collected-data files (`<tokens> = <ms>` per line, as in WACO's
+//! `TrainingData/CollectedData/*.txt`); the `= <ms>` suffix itself is parsed in `parse`.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -9,45 +9,6 @@ use super::parse::ParsedLine;
 use super::schema::Schema;
 use super::Problem;
 use crate::error::{Error, Result};
-
-/// Splits a schedule line at its first `=` into the schedule text and the measured-time
-/// text (both untrimmed). Lines without `=` have no measured time.
-///
-/// ```
-/// use dashrank::schedule::split_measured;
-///
-/// assert_eq!(split_measured("1 2 = 3.5"), ("1 2 ", Some(" 3.5")));
-/// assert_eq!(split_measured("1 2"), ("1 2", None));
-/// ```
-pub fn split_measured(line: &str) -> (&str, Option<&str>) {
-    match line.split_once('=') {
-        Some((body, ms)) => (body, Some(ms)),
-        None => (line, None),
-    }
-}
-
-/// Parses the text after `=`: exactly one finite, non-negative number of milliseconds.
-pub(crate) fn parse_measured_ms(text: &str) -> Result<f64, Problem> {
-    let bad = |reason: String| Problem::new(None, Some(text.trim().to_owned()), reason);
-    let mut tokens = text.split_whitespace();
-    let token = match (tokens.next(), tokens.next()) {
-        (None, _) => return Err(bad("missing measured time after '='".into())),
-        (Some(one), None) => one,
-        (Some(_), Some(_)) => {
-            return Err(bad(format!(
-                "expected one number after '=', found {} tokens",
-                2 + tokens.count()
-            )))
-        }
-    };
-    let ms: f64 = token
-        .parse()
-        .map_err(|_| bad("measured time is not a number".into()))?;
-    if !ms.is_finite() || ms < 0.0 {
-        return Err(bad("measured time must be finite and non-negative".into()));
-    }
-    Ok(ms)
-}
 
 /// Reads schedule lines (e.g. a WACO collected-data file) from `reader`.
 ///
@@ -124,6 +85,7 @@ pub fn read_measured_file(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::schedule::split_measured;
     use crate::ErrorKind;
 
     const TINY: &str = r#"{
