@@ -250,7 +250,61 @@ fn header_versions_match_the_crate() {
 #[test]
 fn results_equal_the_rust_api() {
     let dir = fixture("tiny-waco-spmm");
-    let mut model = load(&dir);
+    let model = load(&dir);
+    let head = check_head_metadata(model);
+    let lines = golden_lines();
+    let cands = prepare(model, &head, &lines);
+    let (mut len, mut valid) = (0usize, 0usize);
+    assert_eq!(
+        unsafe { dashrank_candidates_len(cands, &mut len, &mut valid) },
+        dashrank_status::Ok
+    );
+    assert_eq!(len, lines.len());
+
+    let (rp, ci) = tridiag(30);
+    let matrix = embed_i64(model, 30, &rp, &ci);
+    // The i32 route gives the same embedding (same scores).
+    let matrix32 = embed_i32(model, 30, &rp, &ci);
+    let scores = scores_via_c(model, matrix, cands, len, true);
+    let scores32 = scores_via_c(model, matrix32, cands, len, false);
+
+    // Same through the Rust API.
+    let rust = Model::load(&dir, &LoadOptions::default()).unwrap();
+    let set = rust.prepare_candidates(&head, &lines).unwrap();
+    let pattern = CsrPattern::new(
+        30,
+        30,
+        rp.iter().map(|&x| x as usize).collect(),
+        ci.iter().map(|&x| x as u32).collect(),
+    )
+    .unwrap();
+    let emb = rust.embed_matrix(&pattern).unwrap();
+    let mut expected = vec![0f32; len];
+    rust.score_into(&emb, &set, &mut expected).unwrap();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&scores), bits(&expected));
+    assert_eq!(bits(&scores32), bits(&expected));
+    top_k_equals_the_rust_top_k(model, matrix, cands, &rust.top_k(&emb, &set, 3).unwrap());
+
+    // A matrix file, read by the library (.csr).
+    let mut from_file = null_mut();
+    let st = unsafe {
+        dashrank_matrix_embed_file(
+            model,
+            cpath(&bad("good-small.csr")).as_ptr(),
+            &mut from_file,
+        )
+    };
+    assert_eq!(st, dashrank_status::Ok, "{}", last_error());
+    destroy_nulls_handles_and_release_counts_references(
+        model,
+        [from_file, matrix, matrix32],
+        cands,
+    );
+}
+
+/// One head, lower is better, and a description longer than 5 bytes; returns the head's name.
+fn check_head_metadata(model: *const dashrank_model) -> String {
     let mut count = 0usize;
     assert_eq!(
         unsafe { dashrank_model_head_count(model, &mut count) },
@@ -270,77 +324,65 @@ fn results_equal_the_rust_api() {
         dashrank_status::InsufficientSize
     );
     assert!(needed > 5);
+    head
+}
 
-    let lines = golden_lines();
-    let mut cands = prepare(model, &head, &lines);
-    let (mut len, mut valid) = (0usize, 0usize);
-    assert_eq!(
-        unsafe { dashrank_candidates_len(cands, &mut len, &mut valid) },
-        dashrank_status::Ok
-    );
-    assert_eq!(len, lines.len());
-
-    let (rp, ci) = tridiag(30);
-    let mut matrix = embed_i64(model, 30, &rp, &ci);
-    // The i32 route gives the same embedding (same scores).
+/// `embed_i64` through `dashrank_matrix_embed_csr_i32`.
+fn embed_i32(
+    model: *const dashrank_model,
+    n: usize,
+    rp: &[i64],
+    ci: &[i64],
+) -> *mut dashrank_matrix {
     let rp32: Vec<i32> = rp.iter().map(|&x| x as i32).collect();
     let ci32: Vec<i32> = ci.iter().map(|&x| x as i32).collect();
-    let mut matrix32 = null_mut();
+    let mut m = null_mut();
     assert_eq!(
         unsafe {
             dashrank_matrix_embed_csr_i32(
                 model,
-                30,
-                30,
+                n,
+                n,
                 rp32.as_ptr(),
                 ci32.as_ptr(),
                 ci32.len(),
-                &mut matrix32,
+                &mut m,
             )
         },
         dashrank_status::Ok
     );
+    m
+}
 
+/// `dashrank_score` into a buffer of `len`; with `count_written`, asserts all `len` were
+/// written, otherwise passes NULL for the count.
+fn scores_via_c(
+    model: *const dashrank_model,
+    matrix: *const dashrank_matrix,
+    cands: *const dashrank_candidates,
+    len: usize,
+    count_written: bool,
+) -> Vec<f32> {
     let mut scores = vec![0f32; len];
     let mut n = 0;
+    let written = if count_written { &mut n } else { null_mut() };
     assert_eq!(
-        unsafe { dashrank_score(model, matrix, cands, scores.as_mut_ptr(), len, &mut n) },
+        unsafe { dashrank_score(model, matrix, cands, scores.as_mut_ptr(), len, written) },
         dashrank_status::Ok
     );
-    assert_eq!(n, len);
-    let mut scores32 = vec![0f32; len];
-    assert_eq!(
-        unsafe {
-            dashrank_score(
-                model,
-                matrix32,
-                cands,
-                scores32.as_mut_ptr(),
-                len,
-                null_mut(),
-            )
-        },
-        dashrank_status::Ok
-    );
+    if count_written {
+        assert_eq!(n, len);
+    }
+    scores
+}
 
-    // Same through the Rust API.
-    let rust = Model::load(&dir, &LoadOptions::default()).unwrap();
-    let set = rust.prepare_candidates(&head, &lines).unwrap();
-    let pattern = CsrPattern::new(
-        30,
-        30,
-        rp.iter().map(|&x| x as usize).collect(),
-        ci.iter().map(|&x| x as u32).collect(),
-    )
-    .unwrap();
-    let emb = rust.embed_matrix(&pattern).unwrap();
-    let mut expected = vec![0f32; len];
-    rust.score_into(&emb, &set, &mut expected).unwrap();
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    assert_eq!(bits(&scores), bits(&expected));
-    assert_eq!(bits(&scores32), bits(&expected));
-
-    let best = rust.top_k(&emb, &set, 3).unwrap();
+/// `dashrank_top_k` of 3 gives `best`'s indices and score bits; the scores are optional.
+fn top_k_equals_the_rust_top_k(
+    model: *const dashrank_model,
+    matrix: *const dashrank_matrix,
+    cands: *const dashrank_candidates,
+    best: &[dashrank::Ranked],
+) {
     let mut idx = [0u32; 3];
     let mut top = [0f32; 3];
     let mut written = 0;
@@ -380,32 +422,28 @@ fn results_equal_the_rust_api() {
         },
         dashrank_status::Ok
     );
+}
 
-    // A matrix file, read by the library (.csr).
-    let mut from_file = null_mut();
-    let st = unsafe {
-        dashrank_matrix_embed_file(
-            model,
-            cpath(&bad("good-small.csr")).as_ptr(),
-            &mut from_file,
-        )
-    };
-    assert_eq!(st, dashrank_status::Ok, "{}", last_error());
-
-    // Destroy functions null the handle; a second destroy is a no-op.
+/// Destroy functions null the handle; a second destroy is a no-op. Reference counting: two
+/// references, two releases.
+fn destroy_nulls_handles_and_release_counts_references(
+    mut model: *mut dashrank_model,
+    matrices: [*mut dashrank_matrix; 3],
+    mut cands: *mut dashrank_candidates,
+) {
     unsafe {
-        assert_eq!(dashrank_matrix_free(&mut from_file), dashrank_status::Ok);
-        assert_eq!(dashrank_matrix_free(&mut matrix), dashrank_status::Ok);
-        assert!(matrix.is_null());
-        assert_eq!(dashrank_matrix_free(&mut matrix), dashrank_status::Ok);
-        assert_eq!(dashrank_matrix_free(&mut matrix32), dashrank_status::Ok);
+        for mut matrix in matrices {
+            assert_eq!(dashrank_matrix_free(&mut matrix), dashrank_status::Ok);
+            assert!(matrix.is_null());
+            assert_eq!(dashrank_matrix_free(&mut matrix), dashrank_status::Ok);
+        }
         assert_eq!(dashrank_candidates_free(&mut cands), dashrank_status::Ok);
         assert!(cands.is_null());
-        // Reference counting: two references, two releases.
         let mut second = dashrank_model_retain(model);
         assert_eq!(second, model);
         assert_eq!(dashrank_model_release(&mut model), dashrank_status::Ok);
         assert!(model.is_null());
+        let mut count = 0usize;
         assert_eq!(
             dashrank_model_head_count(second, &mut count),
             dashrank_status::Ok
@@ -417,188 +455,244 @@ fn results_equal_the_rust_api() {
     }
 }
 
+/// What the misuse steps call with: the tiny model, candidates of its golden lines and a
+/// tridiagonal 12×12 matrix.
+struct Misuse {
+    model: *mut dashrank_model,
+    head: String,
+    lines: Vec<String>,
+    cands: *mut dashrank_candidates,
+    rp: Vec<i64>,
+    ci: Vec<i64>,
+    matrix: *mut dashrank_matrix,
+}
+
+impl Misuse {
+    fn new() -> Self {
+        let model = load(&fixture("tiny-waco-spmm"));
+        let head = head_name(model, 0);
+        let lines = golden_lines();
+        let cands = prepare(model, &head, &lines);
+        let (rp, ci) = tridiag(12);
+        let matrix = embed_i64(model, 12, &rp, &ci);
+        Self {
+            model,
+            head,
+            lines,
+            cands,
+            rp,
+            ci,
+            matrix,
+        }
+    }
+
+    fn free(mut self) {
+        unsafe {
+            dashrank_candidates_free(&mut self.cands);
+            dashrank_matrix_free(&mut self.matrix);
+            dashrank_model_release(&mut self.model);
+        }
+    }
+}
+
+/// A call that must fail, and a text its last error must contain.
+type Misused<'a> = (&'a str, &'a dyn Fn() -> dashrank_status);
+
+/// Every call returns `want`, its last error naming what it says.
+fn expect_each(want: dashrank_status, calls: &[Misused<'_>]) {
+    for (needle, call) in calls {
+        expect(call(), want, needle);
+    }
+}
+
 #[test]
 fn every_misuse_returns_its_code() {
-    use dashrank_status as S;
-    let mut model = load(&fixture("tiny-waco-spmm"));
-    let head = head_name(model, 0);
-    let lines = golden_lines();
-    let mut cands = prepare(model, &head, &lines);
-    let (rp, ci) = tridiag(12);
-    let mut matrix = embed_i64(model, 12, &rp, &ci);
-    let mut out_m = null_mut();
-    let mut out_x = null_mut();
+    let m = Misuse::new();
+    null_arguments_are_refused(&m);
+    short_buffers_report_the_size_needed(&m);
+    pattern_io_and_bundle_errors_have_their_codes(&m);
+    schedule_errors_fail_the_call_or_the_candidate(&m);
+    // --- invalid UTF-8
+    let bad_utf8 = [0xffu8 as c_char, 0];
     let mut out_c = null_mut();
+    expect(
+        unsafe { dashrank_candidates_prepare(m.model, bad_utf8.as_ptr(), null(), 0, &mut out_c) },
+        dashrank_status::InvalidUtf8,
+        "'head'",
+    );
+    load_options_are_checked();
+    a_matrix_from_another_model_is_refused(&m);
+    // --- a dense graph with an unknown operator: the native engine does not run it; the
+    // tract fallback (when compiled in) cannot build it either.
+    let want = if cfg!(feature = "tract") {
+        dashrank_status::Executor
+    } else {
+        dashrank_status::Bundle
+    };
+    assert_eq!(load_status(&broken_predictor_bundle()), want);
+    // --- log level out of range
+    expect(
+        unsafe { dashrank_set_log_callback(None, null_mut(), 9) },
+        dashrank_status::InvalidArgument,
+        "max_level",
+    );
+    // A successful call clears the last error.
     let mut n = 0usize;
-    unsafe {
-        // --- NULL arguments
-        expect(
-            dashrank_model_load(null(), null(), &mut out_m),
-            S::NullArgument,
-            "'path'",
-        );
-        expect(
-            dashrank_model_load(
-                cpath(&fixture("tiny-waco-spmm")).as_ptr(),
-                null(),
-                null_mut(),
-            ),
-            S::NullArgument,
-            "'out'",
-        );
-        expect(
-            dashrank_model_head_count(null(), &mut n),
-            S::NullArgument,
-            "'model'",
-        );
-        expect(
-            dashrank_model_head_count(model, null_mut()),
-            S::NullArgument,
-            "'out'",
-        );
-        expect(
-            dashrank_matrix_embed_csr_i64(model, 12, 12, null(), ci.as_ptr(), ci.len(), &mut out_x),
-            S::NullArgument,
-            "'row_ptr'",
-        );
-        expect(
-            dashrank_matrix_embed_csr_i64(model, 12, 12, rp.as_ptr(), null(), ci.len(), &mut out_x),
-            S::NullArgument,
-            "'col_idx'",
-        );
-        expect(
-            dashrank_candidates_prepare(model, c(&head).as_ptr(), null(), 2, &mut out_c),
-            S::NullArgument,
-            "'lines'",
-        );
-        let one = c("1");
-        let with_null = [one.as_ptr(), null()];
-        expect(
-            dashrank_candidates_prepare(
-                model,
-                c(&head).as_ptr(),
-                with_null.as_ptr(),
-                2,
-                &mut out_c,
-            ),
-            S::NullArgument,
-            "'lines[1]'",
-        );
-        expect(
-            dashrank_score(model, null(), cands, null_mut(), 0, null_mut()),
-            S::NullArgument,
-            "'matrix'",
-        );
-        expect(
-            dashrank_score(model, matrix, cands, null_mut(), 5, null_mut()),
-            S::NullArgument,
-            "'scores'",
-        );
-        expect(
-            dashrank_model_release(null_mut()),
-            S::NullArgument,
-            "'model'",
-        );
-        expect(
-            dashrank_matrix_free(null_mut()),
-            S::NullArgument,
-            "'matrix'",
-        );
-        expect(
-            dashrank_candidates_free(null_mut()),
-            S::NullArgument,
-            "'candidates'",
-        );
-        expect(
-            dashrank_load_options_init(null_mut()),
-            S::NullArgument,
-            "'options'",
-        );
-        assert!(out_m.is_null() && out_x.is_null() && out_c.is_null());
+    assert_eq!(
+        unsafe { dashrank_model_head_count(m.model, &mut n) },
+        dashrank_status::Ok
+    );
+    assert_eq!(dashrank_last_error_status(), dashrank_status::Ok);
+    assert_eq!(last_error(), "");
+    m.free();
+}
 
-        // --- short buffers report the size needed
-        let mut small = [0 as c_char; 4];
-        let mut needed = 0;
-        expect(
-            dashrank_model_head_name(model, 0, small.as_mut_ptr(), 4, &mut needed),
-            S::InsufficientSize,
-            "too small",
-        );
-        assert_eq!(needed, head.len() + 1);
-        let mut scores = [0f32; 2];
-        expect(
-            dashrank_score(model, matrix, cands, scores.as_mut_ptr(), 2, &mut n),
-            S::InsufficientSize,
-            "'scores'",
-        );
-        assert_eq!(n, lines.len());
-        let mut idx = [0u32; 1];
-        expect(
+/// Each pointer argument, NULL, is named; no handle is written.
+fn null_arguments_are_refused(m: &Misuse) {
+    let (mut out_m, mut out_x, mut out_c) = (null_mut(), null_mut(), null_mut());
+    let (pm, px, pc): (*mut *mut _, *mut *mut _, *mut *mut _) =
+        (&mut out_m, &mut out_x, &mut out_c);
+    let mut n = 0usize;
+    let pn: *mut usize = &mut n;
+    let (model, matrix, cands, rp, ci) = (m.model, m.matrix, m.cands, &m.rp, &m.ci);
+    let path = cpath(&fixture("tiny-waco-spmm"));
+    let head = c(&m.head);
+    let one = c("1");
+    let with_null = [one.as_ptr(), null()];
+    expect_each(
+        dashrank_status::NullArgument,
+        &[
+            ("'path'", &|| unsafe {
+                dashrank_model_load(null(), null(), pm)
+            }),
+            ("'out'", &|| unsafe {
+                dashrank_model_load(path.as_ptr(), null(), null_mut())
+            }),
+            ("'model'", &|| unsafe {
+                dashrank_model_head_count(null(), pn)
+            }),
+            ("'out'", &|| unsafe {
+                dashrank_model_head_count(model, null_mut())
+            }),
+            ("'row_ptr'", &|| unsafe {
+                dashrank_matrix_embed_csr_i64(model, 12, 12, null(), ci.as_ptr(), ci.len(), px)
+            }),
+            ("'col_idx'", &|| unsafe {
+                dashrank_matrix_embed_csr_i64(model, 12, 12, rp.as_ptr(), null(), ci.len(), px)
+            }),
+            ("'lines'", &|| unsafe {
+                dashrank_candidates_prepare(model, head.as_ptr(), null(), 2, pc)
+            }),
+            ("'lines[1]'", &|| unsafe {
+                dashrank_candidates_prepare(model, head.as_ptr(), with_null.as_ptr(), 2, pc)
+            }),
+            ("'matrix'", &|| unsafe {
+                dashrank_score(model, null(), cands, null_mut(), 0, null_mut())
+            }),
+            ("'scores'", &|| unsafe {
+                dashrank_score(model, matrix, cands, null_mut(), 5, null_mut())
+            }),
+            ("'model'", &|| unsafe { dashrank_model_release(null_mut()) }),
+            ("'matrix'", &|| unsafe { dashrank_matrix_free(null_mut()) }),
+            ("'candidates'", &|| unsafe {
+                dashrank_candidates_free(null_mut())
+            }),
+            ("'options'", &|| unsafe {
+                dashrank_load_options_init(null_mut())
+            }),
+        ],
+    );
+    assert!(out_m.is_null() && out_x.is_null() && out_c.is_null());
+}
+
+/// A short head name, score or index buffer: InsufficientSize and the size needed.
+fn short_buffers_report_the_size_needed(m: &Misuse) {
+    let mut small = [0 as c_char; 4];
+    let mut needed = 0;
+    expect(
+        unsafe { dashrank_model_head_name(m.model, 0, small.as_mut_ptr(), 4, &mut needed) },
+        dashrank_status::InsufficientSize,
+        "too small",
+    );
+    assert_eq!(needed, m.head.len() + 1);
+    let mut scores = [0f32; 2];
+    let mut n = 0usize;
+    expect(
+        unsafe { dashrank_score(m.model, m.matrix, m.cands, scores.as_mut_ptr(), 2, &mut n) },
+        dashrank_status::InsufficientSize,
+        "'scores'",
+    );
+    assert_eq!(n, m.lines.len());
+    let mut idx = [0u32; 1];
+    expect(
+        unsafe {
             dashrank_top_k(
-                model,
-                matrix,
-                cands,
+                m.model,
+                m.matrix,
+                m.cands,
                 4,
                 idx.as_mut_ptr(),
                 null_mut(),
                 1,
                 &mut n,
-            ),
-            S::InsufficientSize,
-            "'indices'",
-        );
-        assert_eq!(n, 4);
+            )
+        },
+        dashrank_status::InsufficientSize,
+        "'indices'",
+    );
+    assert_eq!(n, 4);
+}
 
-        // --- pattern, i/o, bundle stages
-        let dup_rp = [0i32, 2];
-        let dup_ci = [1i32, 1];
-        expect(
-            dashrank_matrix_embed_csr_i32(
-                model,
-                1,
-                3,
-                dup_rp.as_ptr(),
-                dup_ci.as_ptr(),
-                2,
-                &mut out_x,
-            ),
-            S::Pattern,
-            "duplicate column 1 in row 0",
-        );
-        expect(
-            dashrank_matrix_embed_file(model, cpath(&bad("malformed.mtx")).as_ptr(), &mut out_x),
-            S::Pattern,
-            "line",
-        );
-        expect(
-            dashrank_matrix_embed_file(model, c("/nonexistent/m.mtx").as_ptr(), &mut out_x),
-            S::Io,
-            "/nonexistent/m.mtx",
-        );
-        expect(
-            dashrank_matrix_embed_file(model, c("/nonexistent/m.txt").as_ptr(), &mut out_x),
-            S::InvalidArgument,
-            "extension",
-        );
-        assert!(out_x.is_null());
-        assert_eq!(load_status(&repo().join("no-such-bundle")), S::Io);
-        assert_eq!(load_status(&bad("missing-role")), S::Bundle);
-        assert!(last_error().contains("dashrank.role"), "{}", last_error());
-        assert_eq!(
-            load_status(&bad("wrong-format-version")),
-            S::UnsupportedVersion
-        );
-        assert!(last_error().contains("99"));
-        assert_eq!(load_status(&bad("unknown-featurizer-op")), S::Featurizer);
-        assert!(last_error().contains("SparseGELU"), "{}", last_error());
+/// The pattern, i/o and bundle stages of embedding and loading, each with its code.
+fn pattern_io_and_bundle_errors_have_their_codes(m: &Misuse) {
+    use dashrank_status as S;
+    let mut out_x = null_mut();
+    let px: *mut *mut _ = &mut out_x;
+    let model = m.model;
+    let embed_file =
+        |path: &Path| unsafe { dashrank_matrix_embed_file(model, cpath(path).as_ptr(), px) };
+    let (dup_rp, dup_ci) = ([0i32, 2], [1i32, 1]);
+    let duplicate = || unsafe {
+        dashrank_matrix_embed_csr_i32(model, 1, 3, dup_rp.as_ptr(), dup_ci.as_ptr(), 2, px)
+    };
+    expect(duplicate(), S::Pattern, "duplicate column 1 in row 0");
+    let files = [
+        (bad("malformed.mtx"), S::Pattern, "line"),
+        ("/nonexistent/m.mtx".into(), S::Io, "/nonexistent/m.mtx"),
+        ("/nonexistent/m.txt".into(), S::InvalidArgument, "extension"),
+    ];
+    for (path, want, needle) in files {
+        expect(embed_file(&path), want, needle);
+    }
+    assert!(out_x.is_null());
+    let bundles = [
+        (repo().join("no-such-bundle"), S::Io, ""),
+        (bad("missing-role"), S::Bundle, "dashrank.role"),
+        (bad("wrong-format-version"), S::UnsupportedVersion, "99"),
+        (bad("unknown-featurizer-op"), S::Featurizer, "SparseGELU"),
+    ];
+    for (dir, want, needle) in bundles {
+        assert_eq!(load_status(&dir), want, "{}", dir.display());
+        assert!(last_error().contains(needle), "{}", last_error());
+    }
+}
 
-        // --- schedule stage: unknown head (call fails), invalid line (per candidate)
+/// An unknown head fails the call; an invalid line fails only its candidate; indices past
+/// the end are out of range.
+fn schedule_errors_fail_the_call_or_the_candidate(m: &Misuse) {
+    use dashrank_status as S;
+    let mut out_c = null_mut();
+    unsafe {
         expect(
-            dashrank_candidates_prepare(model, c("gpu/nothing").as_ptr(), null(), 0, &mut out_c),
+            dashrank_candidates_prepare(m.model, c("gpu/nothing").as_ptr(), null(), 0, &mut out_c),
             S::UnknownHead,
             "gpu/nothing",
         );
-        let mut mixed = prepare(model, &head, &[lines[0].clone(), "3 8 8 nonsense".into()]);
+        let mut mixed = prepare(
+            m.model,
+            &m.head,
+            &[m.lines[0].clone(), "3 8 8 nonsense".into()],
+        );
         let mut st = S::Panic;
         assert_eq!(dashrank_candidates_status(mixed, 0, &mut st), S::Ok);
         assert_eq!(st, S::Ok);
@@ -619,21 +713,19 @@ fn every_misuse_returns_its_code() {
             "candidate index 2",
         );
         expect(
-            dashrank_model_head_name(model, 5, why.as_mut_ptr(), why.len(), null_mut()),
+            dashrank_model_head_name(m.model, 5, why.as_mut_ptr(), why.len(), null_mut()),
             S::IndexOutOfRange,
             "head index 5",
         );
         dashrank_candidates_free(&mut mixed);
+    }
+}
 
-        // --- invalid UTF-8
-        let bad_utf8 = [0xffu8 as c_char, 0];
-        expect(
-            dashrank_candidates_prepare(model, bad_utf8.as_ptr(), null(), 0, &mut out_c),
-            S::InvalidUtf8,
-            "'head'",
-        );
-
-        // --- options: not initialised, bad backend, backend unavailable
+/// Options not initialised, a bad backend, ONNX Runtime without its library or unavailable.
+fn load_options_are_checked() {
+    use dashrank_status as S;
+    let mut out_m = null_mut();
+    unsafe {
         let mut opts: dashrank_load_options = std::mem::zeroed();
         let path = cpath(&fixture("tiny-waco-spmm"));
         expect(
@@ -656,50 +748,37 @@ fn every_misuse_returns_its_code() {
         );
         let lib = c("/nonexistent/libonnxruntime.so");
         opts.onnxruntime_library = lib.as_ptr();
-        // This process already runs tract (the model above), so ONNX Runtime is unavailable.
+        // This process already runs tract (the model loaded first), so ONNX Runtime is
+        // unavailable.
         expect(
             dashrank_model_load(path.as_ptr(), &opts, &mut out_m),
             S::BackendUnavailable,
             "onnxruntime",
         );
-        assert!(out_m.is_null());
+    }
+    assert!(out_m.is_null());
+}
 
-        // --- a matrix from another model
-        let mut other = load(&fixture("tiny-waco-fp16"));
-        let mut foreign = embed_i64(other, 12, &rp, &ci);
-        let mut s = vec![0f32; lines.len()];
+/// Scoring with a matrix embedded by another model is refused.
+fn a_matrix_from_another_model_is_refused(m: &Misuse) {
+    let mut other = load(&fixture("tiny-waco-fp16"));
+    let mut foreign = embed_i64(other, 12, &m.rp, &m.ci);
+    let mut s = vec![0f32; m.lines.len()];
+    unsafe {
         expect(
-            dashrank_score(model, foreign, cands, s.as_mut_ptr(), s.len(), null_mut()),
-            S::InvalidArgument,
+            dashrank_score(
+                m.model,
+                foreign,
+                m.cands,
+                s.as_mut_ptr(),
+                s.len(),
+                null_mut(),
+            ),
+            dashrank_status::InvalidArgument,
             "different model",
         );
         dashrank_matrix_free(&mut foreign);
         dashrank_model_release(&mut other);
-
-        // --- a dense graph with an unknown operator: the native engine does not run it; the
-        // tract fallback (when compiled in) cannot build it either.
-        let want = if cfg!(feature = "tract") {
-            S::Executor
-        } else {
-            S::Bundle
-        };
-        assert_eq!(load_status(&broken_predictor_bundle()), want);
-
-        // --- log level out of range
-        expect(
-            dashrank_set_log_callback(None, null_mut(), 9),
-            S::InvalidArgument,
-            "max_level",
-        );
-
-        // A successful call clears the last error.
-        assert_eq!(dashrank_model_head_count(model, &mut n), S::Ok);
-        assert_eq!(dashrank_last_error_status(), S::Ok);
-        assert_eq!(last_error(), "");
-
-        dashrank_candidates_free(&mut cands);
-        dashrank_matrix_free(&mut matrix);
-        dashrank_model_release(&mut model);
     }
 }
 

@@ -12,9 +12,10 @@ use std::ffi::{c_char, CStr};
 use std::ptr::{null, null_mut};
 
 use abi_support::*;
-use dashrank::schedule::space::{AnySpace, MatrixShape, SpaceOptions, TacoSpace};
+use dashrank::model::MatrixEmbedding;
+use dashrank::schedule::space::{AnyConfig, AnySpace, MatrixShape, SpaceOptions, TacoSpace};
 use dashrank::workflow;
-use dashrank::{CostModel, Kernel};
+use dashrank::{CostModel, Kernel, SpaceCandidates};
 use dashrank_capi::*;
 
 #[test]
@@ -99,23 +100,20 @@ fn prepared_spaces_equal_the_rust_workflow() {
     let rust_matrix = f.rust.embed_matrix(&f.pattern).unwrap();
     let mut cs = null_mut();
     ok(unsafe { dashrank_space_new_taco(DASHRANK_KERNEL_SPMM, 4, 4, &mut cs) });
+    let named = |name: &str| {
+        (
+            space(name),
+            AnySpace::from_name(name, &SpaceOptions::default()).unwrap(),
+        )
+    };
     let spaces = [
         (
             cs,
             AnySpace::from(TacoSpace::waco_up_to(Kernel::SpMM, 4, 4)),
         ),
-        (
-            space("spade-spmm"),
-            AnySpace::from_name("spade-spmm", &SpaceOptions::default()).unwrap(),
-        ),
-        (
-            space("spade-sddmm"),
-            AnySpace::from_name("spade-sddmm", &SpaceOptions::default()).unwrap(),
-        ),
-        (
-            space("sparsetir-spmm"),
-            AnySpace::from_name("sparsetir-spmm", &SpaceOptions::default()).unwrap(),
-        ),
+        named("spade-spmm"),
+        named("spade-sddmm"),
+        named("sparsetir-spmm"),
     ];
     for (mut s, rust_space) in spaces {
         let mut cands = f.prepare(s);
@@ -127,138 +125,200 @@ fn prepared_spaces_equal_the_rust_workflow() {
             (len, ranked, default),
             (want.len(), want.ranked_count(), want.default_index())
         );
-        let mut duplicates = 0;
-        for i in (0..len).step_by((len / 300).max(1)).chain([default]) {
-            let mut info = dashrank_candidate_info {
-                state: 99,
-                duplicate_of: 0,
-                is_default: false,
-            };
-            ok(unsafe { dashrank_space_candidates_info(cands, i, &mut info) });
-            let status = want.status(i).unwrap();
-            let state = match status {
-                dashrank::rank::CandidateStatus::Valid => DASHRANK_CANDIDATE_VALID,
-                dashrank::rank::CandidateStatus::Duplicate { of } => {
-                    assert_eq!(info.duplicate_of, of);
-                    duplicates += 1;
-                    DASHRANK_CANDIDATE_DUPLICATE
-                }
-                dashrank::rank::CandidateStatus::InvalidForMatrix { .. } => {
-                    DASHRANK_CANDIDATE_INVALID_FOR_MATRIX
-                }
-                dashrank::rank::CandidateStatus::InvalidSchedule(_) => {
-                    DASHRANK_CANDIDATE_INVALID_SCHEDULE
-                }
-            };
-            assert_eq!(info.state, state);
-            assert_eq!(info.is_default, i == default);
-            let msg =
-                read(|b, l, n| unsafe { dashrank_space_candidates_message(cands, i, b, l, n) });
-            assert_eq!(msg, workflow::status_text(status));
-            let line = read(|b, l, n| unsafe { dashrank_space_candidates_line(cands, i, b, l, n) });
-            assert_eq!(line, want.line(i).unwrap());
-            let name = c("band");
-            let text = read(|b, l, n| unsafe {
-                dashrank_space_candidates_render(cands, i, name.as_ptr(), b, l, n)
-            });
-            assert_eq!(text, want.render(i, "band").unwrap());
-        }
+        let duplicates = (0..len)
+            .step_by((len / 300).max(1))
+            .chain([default])
+            .filter(|&i| candidate_equals_the_rust_one(cands, &want, i, default))
+            .count();
         if rust_space.entry().name.starts_with("spade") {
             assert!(
                 duplicates > 0,
                 "3000 columns: 16384/65536 panels duplicate all columns"
             );
         }
-
-        // Ranking: equal to top_k_with_default, the default always reported.
-        let top = f.rust.top_k_with_default(&rust_matrix, &want, 5).unwrap();
-        let mut out = vec![
-            dashrank_ranked {
-                index: 0,
-                score: 0.0,
-                rank: 0,
-                is_default: false
-            };
-            6
-        ];
-        let mut n = 0;
-        ok(unsafe {
-            dashrank_space_top_k(
-                f.model,
-                f.matrix,
-                cands,
-                5,
-                out.as_mut_ptr(),
-                out.len(),
-                &mut n,
-            )
-        });
-        assert_eq!(n, top.entries.len());
-        for (got, e) in out.iter().zip(&top.entries) {
-            assert_eq!((got.index, got.is_default), (e.index, e.is_default));
-            assert_eq!(got.score.to_bits(), e.score.to_bits());
-            assert_eq!(got.rank, e.rank.map_or(0, |r| r + 1));
-        }
-        assert_eq!(out[..n].iter().filter(|e| e.is_default).count(), 1);
-        // A short buffer reports the size needed and writes nothing.
-        let mut short = [out[0]; 1];
-        let mut need = 0;
-        expect(
-            unsafe {
-                dashrank_space_top_k(
-                    f.model,
-                    f.matrix,
-                    cands,
-                    5,
-                    short.as_mut_ptr(),
-                    1,
-                    &mut need,
-                )
-            },
-            dashrank_status::InsufficientSize,
-            "needed",
-        );
-        assert_eq!(need, n);
+        top_k_equals_top_k_with_default(&f, &rust_matrix, cands, &want);
         ok(unsafe { dashrank_space_candidates_free(&mut cands) });
         ok(unsafe { dashrank_space_free(&mut s) });
         assert!(cands.is_null() && s.is_null());
     }
 }
 
+/// Candidate `i`'s state, default flag, message, line and rendered text equal `want`'s;
+/// returns whether it is a duplicate (of the candidate `want` names).
+fn candidate_equals_the_rust_one(
+    cands: *const dashrank_space_candidates,
+    want: &SpaceCandidates<AnyConfig>,
+    i: usize,
+    default: usize,
+) -> bool {
+    let mut info = dashrank_candidate_info {
+        state: 99,
+        duplicate_of: 0,
+        is_default: false,
+    };
+    ok(unsafe { dashrank_space_candidates_info(cands, i, &mut info) });
+    let status = want.status(i).unwrap();
+    let mut duplicate = false;
+    let state = match status {
+        dashrank::rank::CandidateStatus::Valid => DASHRANK_CANDIDATE_VALID,
+        dashrank::rank::CandidateStatus::Duplicate { of } => {
+            assert_eq!(info.duplicate_of, of);
+            duplicate = true;
+            DASHRANK_CANDIDATE_DUPLICATE
+        }
+        dashrank::rank::CandidateStatus::InvalidForMatrix { .. } => {
+            DASHRANK_CANDIDATE_INVALID_FOR_MATRIX
+        }
+        dashrank::rank::CandidateStatus::InvalidSchedule(_) => DASHRANK_CANDIDATE_INVALID_SCHEDULE,
+    };
+    assert_eq!(info.state, state);
+    assert_eq!(info.is_default, i == default);
+    let msg = read(|b, l, n| unsafe { dashrank_space_candidates_message(cands, i, b, l, n) });
+    assert_eq!(msg, workflow::status_text(status));
+    let line = read(|b, l, n| unsafe { dashrank_space_candidates_line(cands, i, b, l, n) });
+    assert_eq!(line, want.line(i).unwrap());
+    let name = c("band");
+    let text = read(|b, l, n| unsafe {
+        dashrank_space_candidates_render(cands, i, name.as_ptr(), b, l, n)
+    });
+    assert_eq!(text, want.render(i, "band").unwrap());
+    duplicate
+}
+
+/// Ranking: equal to `top_k_with_default`, the default always reported; a short buffer
+/// reports the size needed.
+fn top_k_equals_top_k_with_default(
+    f: &Fixture,
+    rust_matrix: &MatrixEmbedding,
+    cands: *const dashrank_space_candidates,
+    want: &SpaceCandidates<AnyConfig>,
+) {
+    let top = f.rust.top_k_with_default(rust_matrix, want, 5).unwrap();
+    let mut out = vec![
+        dashrank_ranked {
+            index: 0,
+            score: 0.0,
+            rank: 0,
+            is_default: false
+        };
+        6
+    ];
+    let mut n = 0;
+    ok(unsafe {
+        dashrank_space_top_k(
+            f.model,
+            f.matrix,
+            cands,
+            5,
+            out.as_mut_ptr(),
+            out.len(),
+            &mut n,
+        )
+    });
+    assert_eq!(n, top.entries.len());
+    for (got, e) in out.iter().zip(&top.entries) {
+        assert_eq!((got.index, got.is_default), (e.index, e.is_default));
+        assert_eq!(got.score.to_bits(), e.score.to_bits());
+        assert_eq!(got.rank, e.rank.map_or(0, |r| r + 1));
+    }
+    assert_eq!(out[..n].iter().filter(|e| e.is_default).count(), 1);
+    // A short buffer reports the size needed and writes nothing.
+    let mut short = [out[0]; 1];
+    let mut need = 0;
+    expect(
+        unsafe {
+            dashrank_space_top_k(
+                f.model,
+                f.matrix,
+                cands,
+                5,
+                short.as_mut_ptr(),
+                1,
+                &mut need,
+            )
+        },
+        dashrank_status::InsufficientSize,
+        "needed",
+    );
+    assert_eq!(need, n);
+}
+
 #[test]
 fn space_misuse_returns_codes() {
     let f = Fixture::new("tiny-cognate");
     let mut s = space("spade-spmm");
-    let mut out = null_mut();
-    // A head for another target, an unknown head, a missing head for the space.
+    preparing_with_a_wrong_head_or_null_is_refused(&f, s);
+    let mut cands = f.prepare(s);
+    candidate_misuse_returns_codes(cands);
+    let mut n = 0;
+    expect(
+        unsafe { dashrank_space_top_k(f.model, f.matrix, cands, 3, null_mut(), 4, &mut n) },
+        dashrank_status::NullArgument,
+        "out",
+    );
+    // Ranking with another model's matrix embedding is refused.
+    let other = Fixture::new("tiny-dash");
+    let mut one = [dashrank_ranked {
+        index: 0,
+        score: 0.0,
+        rank: 0,
+        is_default: false,
+    }; 4];
     expect(
         unsafe {
-            dashrank_space_prepare(f.model, c("cpu-taco/spmm").as_ptr(), s, f.matrix, &mut out)
+            dashrank_space_top_k(f.model, other.matrix, cands, 3, one.as_mut_ptr(), 4, &mut n)
         },
         dashrank_status::InvalidArgument,
-        "not spade spmm",
+        "different model",
     );
-    expect(
-        unsafe { dashrank_space_prepare(f.model, c("spade/none").as_ptr(), s, f.matrix, &mut out) },
-        dashrank_status::UnknownHead,
-        "spade/none",
-    );
+    ok(unsafe { dashrank_space_candidates_free(&mut cands) });
+    ok(unsafe { dashrank_space_free(&mut s) });
+}
+
+/// A head for another target, an unknown head, a missing head for the space; each NULL
+/// argument. Nothing is written.
+fn preparing_with_a_wrong_head_or_null_is_refused(f: &Fixture, s: *const dashrank_space) {
+    use dashrank_status as S;
+    let mut out = null_mut();
+    let po: *mut *mut _ = &mut out;
     let mut sddmm_taco = space("taco-sddmm");
-    expect(
-        unsafe { dashrank_space_prepare(f.model, null(), sddmm_taco, f.matrix, &mut out) },
-        dashrank_status::InvalidArgument,
-        "no head for cpu-taco sddmm",
-    );
+    let (model, matrix, taco) = (f.model, f.matrix, sddmm_taco);
+    let (taco_head, none_head) = (c("cpu-taco/spmm"), c("spade/none"));
+    let calls: [(S, &str, &dyn Fn() -> S); 7] = [
+        (S::InvalidArgument, "not spade spmm", &|| unsafe {
+            dashrank_space_prepare(model, taco_head.as_ptr(), s, matrix, po)
+        }),
+        (S::UnknownHead, "spade/none", &|| unsafe {
+            dashrank_space_prepare(model, none_head.as_ptr(), s, matrix, po)
+        }),
+        (
+            S::InvalidArgument,
+            "no head for cpu-taco sddmm",
+            &|| unsafe { dashrank_space_prepare(model, null(), taco, matrix, po) },
+        ),
+        (S::NullArgument, "model", &|| unsafe {
+            dashrank_space_prepare(null(), null(), s, matrix, po)
+        }),
+        (S::NullArgument, "space", &|| unsafe {
+            dashrank_space_prepare(model, null(), null(), matrix, po)
+        }),
+        (S::NullArgument, "matrix", &|| unsafe {
+            dashrank_space_prepare(model, null(), s, null(), po)
+        }),
+        (S::NullArgument, "out", &|| unsafe {
+            dashrank_space_prepare(model, null(), s, matrix, null_mut())
+        }),
+    ];
+    for (want, needle, call) in calls {
+        expect(call(), want, needle);
+    }
     assert!(out.is_null());
-    let st = unsafe { dashrank_space_prepare(null(), null(), s, f.matrix, &mut out) };
-    expect(st, dashrank_status::NullArgument, "model");
-    let st = unsafe { dashrank_space_prepare(f.model, null(), null(), f.matrix, &mut out) };
-    expect(st, dashrank_status::NullArgument, "space");
-    let st = unsafe { dashrank_space_prepare(f.model, null(), s, null(), &mut out) };
-    expect(st, dashrank_status::NullArgument, "matrix");
-    let st = unsafe { dashrank_space_prepare(f.model, null(), s, f.matrix, null_mut()) };
-    expect(st, dashrank_status::NullArgument, "out");
-    let mut cands = f.prepare(s);
+    ok(unsafe { dashrank_space_free(&mut sddmm_taco) });
+}
+
+/// Indices past the end are out of range; a truncated render is still NUL-terminated; a
+/// matrix name must be UTF-8.
+fn candidate_misuse_returns_codes(cands: *const dashrank_space_candidates) {
     let mut info = dashrank_candidate_info {
         state: 0,
         duplicate_of: 0,
@@ -277,7 +337,6 @@ fn space_misuse_returns_codes() {
         dashrank_status::IndexOutOfRange,
         "9999",
     );
-    // A truncated render is still NUL-terminated.
     expect(
         unsafe {
             dashrank_space_candidates_render(cands, 0, null(), buf.as_mut_ptr(), 8, null_mut())
@@ -304,30 +363,6 @@ fn space_misuse_returns_codes() {
         dashrank_status::InvalidUtf8,
         "matrix_name",
     );
-    let mut n = 0;
-    expect(
-        unsafe { dashrank_space_top_k(f.model, f.matrix, cands, 3, null_mut(), 4, &mut n) },
-        dashrank_status::NullArgument,
-        "out",
-    );
-    // Ranking with another model's matrix embedding is refused.
-    let other = Fixture::new("tiny-dash");
-    let mut one = [dashrank_ranked {
-        index: 0,
-        score: 0.0,
-        rank: 0,
-        is_default: false,
-    }; 4];
-    expect(
-        unsafe {
-            dashrank_space_top_k(f.model, other.matrix, cands, 3, one.as_mut_ptr(), 4, &mut n)
-        },
-        dashrank_status::InvalidArgument,
-        "different model",
-    );
-    ok(unsafe { dashrank_space_candidates_free(&mut cands) });
-    ok(unsafe { dashrank_space_free(&mut s) });
-    ok(unsafe { dashrank_space_free(&mut sddmm_taco) });
 }
 
 #[test]

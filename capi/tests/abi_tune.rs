@@ -8,9 +8,9 @@ use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};
 
 use abi_support::*;
-use dashrank::schedule::space::{AnySpace, MatrixShape, SpaceOptions};
+use dashrank::schedule::space::{AnyConfig, AnySpace, MatrixShape, SpaceOptions};
 use dashrank::workflow;
-use dashrank::CostModel;
+use dashrank::{CostModel, SpaceCandidates, TuneResult};
 use dashrank_capi::*;
 
 /// The measure callback: a deterministic "runtime" from the toolchain text, failing every
@@ -40,27 +40,17 @@ fn fake_ms(text: &str) -> f64 {
     1.0 + (text.bytes().map(u64::from).sum::<u64>() % 97) as f64 / 10.0
 }
 
+/// What `fake_measure` records through `user_data`: index, toolchain text, is-default.
+type Calls = Vec<(usize, String, bool)>;
+
 #[test]
 fn tuning_through_a_c_callback_equals_model_tune() {
     let f = Fixture::new("tiny-cognate");
     let mut s = space("sparsetir-spmm");
     let mut cands = f.prepare(s);
-    let shape = MatrixShape::from(&f.pattern);
-    let rust_space = AnySpace::from_name("sparsetir-spmm", &SpaceOptions::default()).unwrap();
-    let want_cands = workflow::prepare(&f.rust, None, &rust_space, &shape).unwrap();
-    let rust_matrix = f.rust.embed_matrix(&f.pattern).unwrap();
-    let mut rust_calls = 0;
-    let want = f
-        .rust
-        .tune(&rust_matrix, &want_cands, 6, |i| {
-            rust_calls += 1;
-            let text = want_cands.render(i, "band").unwrap();
-            (rust_calls % 3 != 0).then(|| fake_ms(&text))
-        })
-        .unwrap();
+    let (want_cands, want) = model_tune(&f);
 
-    let mut calls: Vec<(usize, String, bool)> = Vec::new();
-    let mut result = std::mem::MaybeUninit::<dashrank_tune_result>::zeroed();
+    let mut calls = Calls::new();
     let mut ms = vec![
         dashrank_measurement {
             ranked: dashrank_ranked {
@@ -75,6 +65,7 @@ fn tuning_through_a_c_callback_equals_model_tune() {
         7
     ];
     let mut n = 0;
+    let mut result = std::mem::MaybeUninit::<dashrank_tune_result>::zeroed();
     let name = c("band");
     ok(unsafe {
         dashrank_space_tune(
@@ -84,7 +75,7 @@ fn tuning_through_a_c_callback_equals_model_tune() {
             6,
             name.as_ptr(),
             Some(fake_measure),
-            (&mut calls as *mut Vec<(usize, String, bool)>).cast(),
+            (&mut calls as *mut Calls).cast(),
             result.as_mut_ptr(),
             ms.as_mut_ptr(),
             ms.len(),
@@ -94,7 +85,45 @@ fn tuning_through_a_c_callback_equals_model_tune() {
     let result = unsafe { result.assume_init() };
     assert_eq!(n, want.measurements.len());
     assert_eq!(calls.len(), n);
-    for ((got, call), m) in ms.iter().zip(&calls).zip(&want.measurements) {
+    measurements_equal_model_tune(&ms, &calls, &want, &want_cands);
+    assert!(calls.last().unwrap().2 || want.ranking.default_position < 6);
+    result_equals_model_tune(&result, n, &want, &want_cands);
+
+    // The measurement array is checked before anything runs; NULL skips it.
+    calls.clear();
+    measurement_capacity_is_checked_before_measuring(&f, cands, &mut calls, &mut ms);
+    ok(unsafe { dashrank_space_candidates_free(&mut cands) });
+    ok(unsafe { dashrank_space_free(&mut s) });
+}
+
+/// `Model::tune` of the top 6 of the same space, failing every third measurement as
+/// `fake_measure` does.
+fn model_tune(f: &Fixture) -> (SpaceCandidates<AnyConfig>, TuneResult) {
+    let shape = MatrixShape::from(&f.pattern);
+    let rust_space = AnySpace::from_name("sparsetir-spmm", &SpaceOptions::default()).unwrap();
+    let want_cands = workflow::prepare(&f.rust, None, &rust_space, &shape).unwrap();
+    let rust_matrix = f.rust.embed_matrix(&f.pattern).unwrap();
+    let mut rust_calls = 0;
+    let want = f
+        .rust
+        .tune(&rust_matrix, &want_cands, 6, |i| {
+            rust_calls += 1;
+            let text = want_cands.render(i, "band").unwrap();
+            (rust_calls % 3 != 0).then(|| fake_ms(&text))
+        })
+        .unwrap();
+    (want_cands, want)
+}
+
+/// The C measurements and callback calls are `want`'s, in order: index, time or failure,
+/// default flag and rendered toolchain text.
+fn measurements_equal_model_tune(
+    ms: &[dashrank_measurement],
+    calls: &Calls,
+    want: &TuneResult,
+    want_cands: &SpaceCandidates<AnyConfig>,
+) {
+    for ((got, call), m) in ms.iter().zip(calls).zip(&want.measurements) {
         assert_eq!((got.ranked.index, call.0), (m.index, m.index));
         assert_eq!((got.ok, got.ms.is_nan()), (m.ms.is_some(), m.ms.is_none()));
         if let Some(t) = m.ms {
@@ -103,8 +132,16 @@ fn tuning_through_a_c_callback_equals_model_tune() {
         assert_eq!(call.2, m.is_default);
         assert_eq!(call.1, want_cands.render(m.index, "band").unwrap());
     }
-    assert!(calls.last().unwrap().2 || want.ranking.default_position < 6);
-    let best = want.best.unwrap();
+}
+
+/// The C summary is `want`'s: best, default, counts (some failed), speedup.
+fn result_equals_model_tune(
+    result: &dashrank_tune_result,
+    n: usize,
+    want: &TuneResult,
+    want_cands: &SpaceCandidates<AnyConfig>,
+) {
+    let best = want.best.as_ref().unwrap();
     assert!(result.has_best);
     assert_eq!(
         (result.best_index, result.best_ms),
@@ -122,12 +159,19 @@ fn tuning_through_a_c_callback_equals_model_tune() {
         None => assert!(result.speedup_over_default.is_nan()),
     }
     assert!(result.best_ms <= result.default_ms || result.default_ms.is_nan());
+}
 
-    // The measurement array is checked before anything runs; NULL skips it.
-    calls.clear();
+/// Too short a measurement array fails before any measurement; a NULL array is skipped; a
+/// NULL callback is refused.
+fn measurement_capacity_is_checked_before_measuring(
+    f: &Fixture,
+    cands: *const dashrank_space_candidates,
+    calls: &mut Calls,
+    ms: &mut [dashrank_measurement],
+) {
     let mut need = 0;
     let mut r2 = std::mem::MaybeUninit::<dashrank_tune_result>::zeroed();
-    let user: *mut c_void = (&mut calls as *mut Vec<(usize, String, bool)>).cast();
+    let user: *mut c_void = (calls as *mut Calls).cast();
     expect(
         unsafe {
             dashrank_space_tune(
@@ -187,6 +231,4 @@ fn tuning_through_a_c_callback_equals_model_tune() {
         dashrank_status::NullArgument,
         "measure",
     );
-    ok(unsafe { dashrank_space_candidates_free(&mut cands) });
-    ok(unsafe { dashrank_space_free(&mut s) });
 }

@@ -15,8 +15,8 @@ use cli_support::{backend_args, dashrank};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use dashrank::schedule::space::{AnySpace, MatrixShape, TacoSpace};
-use dashrank::{CostModel, CsrPattern, Kernel, Model};
+use dashrank::schedule::space::{AnyConfig, AnySpace, MatrixShape, TacoSpace};
+use dashrank::{CostModel, CsrPattern, Kernel, Model, SpaceCandidates, SpaceTopK};
 use serde_json::Value;
 
 fn repo() -> PathBuf {
@@ -73,23 +73,7 @@ fn rank_space_taco_equals_the_library_with_the_default_injected() {
     ];
     let json: Value =
         serde_json::from_str(&ok(&dashrank(&[&args[..], &["--format", "json"]].concat()))).unwrap();
-    // The library, directly.
-    let model = Model::load(repo().join(&model_dir), &common::options()).unwrap();
-    let pattern = CsrPattern::read_file(repo().join(MATRIX)).unwrap();
-    let space = AnySpace::from(TacoSpace::waco_up_to(Kernel::SpMM, 4, 4));
-    let cands =
-        dashrank::workflow::prepare(&model, None, &space, &MatrixShape::from(&pattern)).unwrap();
-    // Layouts over the size limit are passed over, as the CLI does.
-    let ops = dashrank::tune::ToolchainOps::new(&cands, "band96").with_pattern(&pattern);
-    let embedding = model.embed_matrix(&pattern).unwrap();
-    let (top, refused) =
-        dashrank::workflow::top_k_runnable(&model, &embedding, &cands, 4, &ops).unwrap();
-    assert!(
-        refused
-            .iter()
-            .all(|r| r.reason.contains("layout too large")),
-        "{refused:?}"
-    );
+    let (cands, top) = library_top_4_runnable(&model_dir);
     let report = &json[0];
     assert_eq!(report["matrix"], "band96");
     assert_eq!(report["space"], "taco-spmm");
@@ -110,6 +94,40 @@ fn rank_space_taco_equals_the_library_with_the_default_injected() {
 
     // --format taco: stock `taco` command lines of the top 4 and the default (TACO's CSR).
     let text = ok(&dashrank(&[&args[..], &["--format", "taco"]].concat()));
+    taco_commands_are_the_entries_rendered(&text, entries, &cands);
+    // The table names the default too.
+    let table = ok(&dashrank(&args));
+    assert!(table.contains("(toolchain default; valid)"), "{table}");
+}
+
+/// The library, directly: the taco space (splits up to 4) of the tiny model for `MATRIX`,
+/// and its top 4 with the default, layouts over the size limit passed over as the CLI does.
+fn library_top_4_runnable(model_dir: &str) -> (SpaceCandidates<AnyConfig>, SpaceTopK) {
+    let model = Model::load(repo().join(model_dir), &common::options()).unwrap();
+    let pattern = CsrPattern::read_file(repo().join(MATRIX)).unwrap();
+    let space = AnySpace::from(TacoSpace::waco_up_to(Kernel::SpMM, 4, 4));
+    let cands =
+        dashrank::workflow::prepare(&model, None, &space, &MatrixShape::from(&pattern)).unwrap();
+    let ops = dashrank::tune::ToolchainOps::new(&cands, "band96").with_pattern(&pattern);
+    let embedding = model.embed_matrix(&pattern).unwrap();
+    let (top, refused) =
+        dashrank::workflow::top_k_runnable(&model, &embedding, &cands, 4, &ops).unwrap();
+    assert!(
+        refused
+            .iter()
+            .all(|r| r.reason.contains("layout too large")),
+        "{refused:?}"
+    );
+    (cands, top)
+}
+
+/// `--format taco` prints one stock `taco` command per JSON entry, the candidate rendered;
+/// the default's is TACO's own CSR, and one `# rank` comment names it.
+fn taco_commands_are_the_entries_rendered(
+    text: &str,
+    entries: &[Value],
+    cands: &SpaceCandidates<AnyConfig>,
+) {
     let commands: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(commands.len(), entries.len());
     for (c, e) in commands.iter().zip(entries) {
@@ -136,9 +154,6 @@ fn rank_space_taco_equals_the_library_with_the_default_injected() {
             .count(),
         1
     );
-    // The table names the default too.
-    let table = ok(&dashrank(&args));
-    assert!(table.contains("(toolchain default; valid)"), "{table}");
 }
 
 #[test]
@@ -223,56 +238,10 @@ fn rank_space_spade_and_sparsetir_pick_heads_by_target_and_kernel() {
 #[test]
 fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
     let model = fixture("tiny-waco-spmm");
-    // A "runtime" from the candidate text; the second-ranked candidate fails.
-    let cmd =
-        r#"test "$DASHRANK_INDEX" = "$SKIP" && exit 4; printf '%s' {} | wc -c | sed 's/$/ ms/'"#;
     let dir = scratch("tune");
-    let first = dashrank(&[
-        "rank",
-        "--model",
-        &model,
-        "--matrix",
-        MATRIX,
-        "--space",
-        "taco",
-        "--max-split",
-        "2",
-        "--top",
-        "3",
-        "--json",
-    ]);
-    let ranking: Value = serde_json::from_str(&ok(&first)).unwrap();
-    let second = ranking[0]["entries"][1]["index"]
-        .as_u64()
-        .unwrap()
-        .to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_dashrank"))
-        .current_dir(repo())
-        .env("SKIP", &second)
-        .args([
-            "tune",
-            "--model",
-            &model,
-            "--matrix",
-            MATRIX,
-            "--space",
-            "taco",
-            "--max-split",
-            "2",
-            "--top",
-            "3",
-            "--strategy",
-            "top-k",
-            "--all-programs",
-            "--measure-cmd",
-            cmd,
-            "--format",
-            "json",
-        ])
-        .args(backend_args())
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_str(&ok(&out)).unwrap();
+    // The second-ranked candidate fails.
+    let second = second_ranked_index(&model);
+    let report = tune_failing_one_candidate(&model, &second);
     let ms = report["measurements"].as_array().unwrap();
     assert!(ms.len() == 3 || ms.len() == 4, "{report}");
     assert_eq!(ms.iter().filter(|m| m["is_default"] == true).count(), 1);
@@ -295,12 +264,88 @@ fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
         report["speedup_over_default"].as_f64().unwrap(),
         d["ms"].as_f64().unwrap() / best.0
     );
-    // Every run timing out: each is killed, and the command fails saying why.
+    every_run_timing_out_fails_the_command(&model);
+    fails(
+        &dashrank(&[
+            "tune",
+            "--model",
+            &model,
+            "--matrix",
+            MATRIX,
+            "--space",
+            "taco",
+            "--measure-cmd",
+            "echo 1",
+        ]),
+        "has no {}",
+    );
+    let _ = dir;
+}
+
+/// The index of the second of `rank --space taco --max-split 2 --top 3`.
+fn second_ranked_index(model: &str) -> String {
+    let first = dashrank(&[
+        "rank",
+        "--model",
+        model,
+        "--matrix",
+        MATRIX,
+        "--space",
+        "taco",
+        "--max-split",
+        "2",
+        "--top",
+        "3",
+        "--json",
+    ]);
+    let ranking: Value = serde_json::from_str(&ok(&first)).unwrap();
+    ranking[0]["entries"][1]["index"]
+        .as_u64()
+        .unwrap()
+        .to_string()
+}
+
+/// The JSON report of `tune` of the same top 3 (and the default), the "runtime" the length
+/// of the candidate text, candidate `skip` exiting with status 4.
+fn tune_failing_one_candidate(model: &str, skip: &str) -> Value {
+    let cmd =
+        r#"test "$DASHRANK_INDEX" = "$SKIP" && exit 4; printf '%s' {} | wc -c | sed 's/$/ ms/'"#;
+    let out = Command::new(env!("CARGO_BIN_EXE_dashrank"))
+        .current_dir(repo())
+        .env("SKIP", skip)
+        .args([
+            "tune",
+            "--model",
+            model,
+            "--matrix",
+            MATRIX,
+            "--space",
+            "taco",
+            "--max-split",
+            "2",
+            "--top",
+            "3",
+            "--strategy",
+            "top-k",
+            "--all-programs",
+            "--measure-cmd",
+            cmd,
+            "--format",
+            "json",
+        ])
+        .args(backend_args())
+        .output()
+        .unwrap();
+    serde_json::from_str(&ok(&out)).unwrap()
+}
+
+/// Every run timing out: each is killed, and the command fails saying why.
+fn every_run_timing_out_fails_the_command(model: &str) {
     let started = std::time::Instant::now();
     let out = dashrank(&[
         "tune",
         "--model",
-        &model,
+        model,
         "--matrix",
         MATRIX,
         "--space",
@@ -321,21 +366,6 @@ fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
         "every measurement failed (first: timed out after 0.200 s)",
     );
     assert!(started.elapsed().as_secs() < 15);
-    fails(
-        &dashrank(&[
-            "tune",
-            "--model",
-            &model,
-            "--matrix",
-            MATRIX,
-            "--space",
-            "taco",
-            "--measure-cmd",
-            "echo 1",
-        ]),
-        "has no {}",
-    );
-    let _ = dir;
 }
 
 #[test]
