@@ -1,47 +1,74 @@
-"""Sums a `perf report --no-children --sort symbol --stdio` listing (stdin) into kinds of
-featurizer work and prints one Markdown table row: see scripts/featurize-profile.sh. Samples
-in reading the matrix and building the graph ("input") are left out of the shares.
+"""Sums the call stacks of a `perf script -F tid,ip,sym` listing (stdin) into kinds of
+featurizer work and prints one Markdown table row: see scripts/featurize-profile.sh.
 
-Usage: perf report ... | python3 scripts/featurize_profile_kinds.py MATRIX GRAPH THREADS
+Each sample counts for the first frame, from the leaf up, that names a kind: a `memmove`
+called by the neighbour search counts as buffers, a closure inside `jobs::task_jobs` as
+maps. Samples under reading the matrix or building the graph ("input") are left out.
+
+Usage: perf script ... | python3 scripts/featurize_profile_kinds.py MATRIX GRAPH THREADS
+       (DASHRANK_PROFILE_OTHER=N also prints the N most frequent leaf frames of "other")
 """
+import collections
+import os
 import re
 import sys
 
-# First match wins: specific names before the module catch-alls.
+INPUT = re.compile(r"dashrank::pattern::|read_waco|FeaturizerGraph>::from_spec|featurize_timing::(main|csr_files)$")
+# Checked in this order on each frame.
 KINDS = [
-    ("input", r"dashrank::pattern::|read_waco|FeaturizerGraph>::from_spec|featurize_timing::"),
-    ("pooling", r"simd::pool|tree_sum|TreeSum|avg_pool|max_pool|sum_rows|step::task_sums"),
-    ("maps", r"featurize::(rulebook|masks|coords|jobs|band|window)|simd::scan|Neighbours|KeySink"
-             r"|masks_in_blocks|blocks_avx|blocks_in|sink_in_blocks|SparseConv>::tile"),
-    ("products", r"simd::(conv|gemm|kernels)|ops::sparse_conv|gemm_"),
     ("buffers", r"mem(move|cpy|set)|malloc|realloc|calloc|\bfree\b|_int_|cfree|__rust_(alloc|dealloc|realloc)"
-                r"|raw_vec|clear_page|page_fault|do_anonymous|handle_mm_fault|mmap|munmap|alloc_pages"
-                r"|zap_|folio|featurize::memory|BufferPool|rmqueue|lru_|__rdl_"),
-    ("threads", r"rayon|crossbeam|futex|sched|syscall|pthread|std::thread|try_to_wake|__schedule"),
+                r"|raw_vec|page_fault|clear_page|do_anonymous|handle_mm_fault|mmap|munmap|alloc_pages"
+                r"|featurize::memory|BufferPool|Vec<T.*>::(extend|reserve|with_capacity)|spec_extend|from_iter"),
+    ("pooling", r"simd::pool|tree_sum|TreeSum|avg_pool|max_pool|sum_rows|step::task_sums|pooled_sums"),
+    ("maps", r"featurize::(rulebook|masks|coords|jobs|band|window)|simd::scan|Neighbours|KeySink"
+             r"|SparseConv>::tile|SparseConv::tile|band_jobs|compute_lists"),
+    ("products", r"simd::(conv|gemm|kernels)|ops::sparse_conv|gemm_|shared_products|hot_products"),
+    ("threads", r"rayon|crossbeam|futex|sched|finish_task_switch|std::thread|pthread|try_to_wake"),
 ]
-ROW = re.compile(r"^\s*([0-9.]+)%\s+(?:\S+\s+)?\[[.k]\]\s+(.*)$")
+ORDER = ["maps", "products", "pooling", "buffers", "threads", "other"]
+
+
+def samples(stream):
+    """Yields each sample's frames' symbols, leaf first."""
+    frames = []
+    for line in stream:
+        if line.startswith(("\t", " ")):
+            parts = line.strip().split(None, 1)
+            if len(parts) == 2:
+                frames.append(parts[1])
+        elif line.strip():
+            if frames:
+                yield frames
+            frames = []
+    if frames:
+        yield frames
+
+
+def kind_of(frames):
+    if any(INPUT.search(f) for f in frames):
+        return "input"
+    for f in frames:
+        for kind, rx in KINDS:
+            if re.search(rx, f):
+                return kind
+    return "other"
 
 
 def main() -> None:
     matrix, graph, threads = sys.argv[1:4]
-    shares = {k: 0.0 for k, _ in KINDS}
-    shares["other"] = 0.0
-    samples = "?"
-    for line in sys.stdin:
-        m = re.search(r"Samples: ([0-9.]+[KM]?)", line)
-        if m:
-            samples = m.group(1)
-        m = ROW.match(line)
-        if not m:
-            continue
-        pct, sym = float(m.group(1)), m.group(2)
-        kind = next((k for k, rx in KINDS if re.search(rx, sym)), "other")
-        shares[kind] += pct
-    # Reading the matrix and building the graph are not featurizing.
-    total = sum(v for k, v in shares.items() if k != "input") or 1.0
-    cells = " | ".join(f"{100 * shares[k] / total:.0f} %" for k in
-                       ["maps", "products", "pooling", "buffers", "threads", "other"])
-    print(f"| {matrix} | {graph} | {threads} | {samples} | {cells} |")
+    counts = collections.Counter()
+    other = collections.Counter()
+    for frames in samples(sys.stdin):
+        kind = kind_of(frames)
+        counts[kind] += 1
+        if kind == "other":
+            other[frames[0][:100]] += 1
+    total = sum(v for k, v in counts.items() if k != "input") or 1
+    cells = " | ".join(f"{100 * counts[k] / total:.0f} %" for k in ORDER)
+    share = 100 * (counts["maps"] + counts["buffers"]) / total
+    print(f"| {matrix} | {graph} | {threads} | {total} | {cells} | {share:.0f} % |")
+    for sym, n in other.most_common(int(os.environ.get("DASHRANK_PROFILE_OTHER", "0"))):
+        print(f"  other: {100 * n / total:.1f} % {sym}", file=sys.stderr)
 
 
 if __name__ == "__main__":
