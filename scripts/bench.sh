@@ -21,6 +21,12 @@ echo "== featurizer: corpus and full-size COGNATE bundle (generated once, under 
 [ -f models/cognate-full/featurizer.onnx ] || \
   .venv/bin/python -m dashrank_onnx.cognate --full-size --out models/cognate-full
 cargo bench --quiet --bench featurize | tee target/bench/featurize.log
+echo "== featurizer time by kind of work (perf; skipped where perf cannot sample)"
+rc=0
+bash scripts/featurize-profile.sh ../shared/data/waco/matrices/kim1.csr target/corpus/rmat-10m.csr \
+  target/corpus/uniform-10m.csr > target/bench/featurize-profile.log || rc=$?
+cat target/bench/featurize-profile.log
+[ $rc -eq 0 ] || [ $rc -eq 2 ] || { echo "error: featurize-profile.sh failed ($rc)" >&2; exit 1; }
 
 echo "== native heads vs tract"
 cargo bench --quiet --bench heads --features tract -- "$@" | tee target/bench/heads-tract.log
