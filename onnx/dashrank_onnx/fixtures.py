@@ -287,113 +287,143 @@ def _set_meta(m: onnx.ModelProto, key: str, value: Optional[str]) -> None:
         e.key, e.value = k, v
 
 
-def write_bad(model: Model, out: Path, foreign: Model) -> List[str]:
-    """Broken bundles (copies of ``model``'s with one defect each), the ``spade/spmm`` head of
-    ``foreign`` (a COGNATE model that is not the one of fixtures/tiny-cognate) and broken matrix
-    files."""
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    base = bundle_models(model)
-    made = []
+def _write_variant(out: Path, base: Dict[str, onnx.ModelProto], name: str, fname: str, mutate,
+                   raw: Optional[bytes] = None, restamp: bool = False) -> str:
+    """Writes ``out/name``, a copy of the bundle ``base`` with ``fname`` mutated in place by
+    ``mutate`` (or replaced by the bytes ``raw``). Each variant is internally consistent except
+    for its one defect: weight edits are re-stamped (provenance recomputed) and every variant
+    gets a manifest of its files as written, so the loader reaches the check the variant is
+    about. Returns ``name``."""
+    d = out / name
+    d.mkdir()
+    files = {}
+    for fn, m in base.items():
+        mm = onnx.ModelProto()
+        mm.CopyFrom(m)
+        if fn == fname and raw is None:
+            mutate(mm)
+        files[fn] = mm
+    if restamp:
+        stamp_provenance(files)
+    for fn, mm in files.items():
+        if fn == fname and raw is not None:
+            (d / fn).write_bytes(raw)
+        else:
+            _raw_save(mm, d / fn)
+    write_manifest(d)
+    return name
 
-    def variant(name: str, fname: str, mutate, raw: Optional[bytes] = None, restamp: bool = False):
-        """Each variant is internally consistent except for its one defect: weight edits are
-        re-stamped (provenance recomputed) and every variant gets a manifest of its files as
-        written, so the loader reaches the check the variant is about."""
-        d = out / name
-        d.mkdir()
-        files = {}
-        for fn, m in base.items():
-            mm = onnx.ModelProto()
-            mm.CopyFrom(m)
-            if fn == fname and raw is None:
-                mutate(mm)
-            files[fn] = mm
-        if restamp:
-            stamp_provenance(files)
-        for fn, mm in files.items():
-            if fn == fname and raw is not None:
-                (d / fn).write_bytes(raw)
-            else:
-                _raw_save(mm, d / fn)
-        write_manifest(d)
-        made.append(name)
 
-    se_name = next(f for f in base if f.endswith(".schedule_embedder.onnx"))
-    variant("wrong-format-version", "featurizer.onnx", lambda m: _set_meta(m, "dashrank.format_version", "99"))
-    variant("missing-role", "matrix_embedder.onnx", lambda m: _set_meta(m, "dashrank.role", None))
+def _write_bad_metadata(out: Path, base: Dict[str, onnx.ModelProto]) -> List[str]:
+    """A featurizer of an unknown format version, a matrix embedder without its role."""
+    return [
+        _write_variant(out, base, "wrong-format-version", "featurizer.onnx",
+                       lambda m: _set_meta(m, "dashrank.format_version", "99")),
+        _write_variant(out, base, "missing-role", "matrix_embedder.onnx",
+                       lambda m: _set_meta(m, "dashrank.role", None)),
+    ]
 
-    def drop_weight(m):
-        keep = [t for t in m.graph.initializer if t.name != "layer2.weight"]
-        del m.graph.initializer[:]
-        m.graph.initializer.extend(keep)
-    variant("missing-weight-initializer", "featurizer.onnx", drop_weight, restamp=True)
 
-    def reshape_weight(m):
-        t = next(t for t in m.graph.initializer if t.name == "layer2.weight")
-        K, ci, co = t.dims
-        a = np.frombuffer(t.raw_data, "<f4").reshape(K, ci, co)[:, :ci - 1, :]
-        t.dims[:] = [K, ci - 1, co]
-        t.raw_data = np.ascontiguousarray(a).tobytes()
-    variant("conv-weight-shape-mismatch", "featurizer.onnx", reshape_weight, restamp=True)
+def _drop_layer2_weight(m: onnx.ModelProto) -> None:
+    keep = [t for t in m.graph.initializer if t.name != "layer2.weight"]
+    del m.graph.initializer[:]
+    m.graph.initializer.extend(keep)
 
-    def nan_weight(m):
-        t = next(t for t in m.graph.initializer if t.name == "layer1.weight")
-        a = np.frombuffer(t.raw_data, "<f4").copy()
-        a[3] = np.nan
-        t.raw_data = a.tobytes()
-    variant("nan-weight", "featurizer.onnx", nan_weight, restamp=True)
 
-    def unknown_op(m):
-        n = next(n for n in m.graph.node if n.op_type == "SparseReLU")
-        n.op_type = "SparseGELU"
-    variant("unknown-featurizer-op", "featurizer.onnx", unknown_op)
+def _shrink_layer2_weight(m: onnx.ModelProto) -> None:
+    t = next(t for t in m.graph.initializer if t.name == "layer2.weight")
+    K, ci, co = t.dims
+    a = np.frombuffer(t.raw_data, "<f4").reshape(K, ci, co)[:, :ci - 1, :]
+    t.dims[:] = [K, ci - 1, co]
+    t.raw_data = np.ascontiguousarray(a).tobytes()
 
+
+def _nan_in_layer1_weight(m: onnx.ModelProto) -> None:
+    t = next(t for t in m.graph.initializer if t.name == "layer1.weight")
+    a = np.frombuffer(t.raw_data, "<f4").copy()
+    a[3] = np.nan
+    t.raw_data = a.tobytes()
+
+
+def _unknown_featurizer_op(m: onnx.ModelProto) -> None:
+    n = next(n for n in m.graph.node if n.op_type == "SparseReLU")
+    n.op_type = "SparseGELU"
+
+
+def _write_bad_featurizers(out: Path, base: Dict[str, onnx.ModelProto]) -> List[str]:
+    """Featurizers with a weight missing, of the wrong shape or NaN, an unknown op, or cut in
+    half."""
     data = base["featurizer.onnx"].SerializeToString()
-    variant("truncated-onnx", "featurizer.onnx", None, raw=data[: len(data) // 2])
-    variant("malformed-schema-json", se_name,
-            lambda m: _set_meta(m, "dashrank.schedule_schema", '{"name": "x", "fields": [{"name": "isplit", "kind": '))
+    return [
+        _write_variant(out, base, "missing-weight-initializer", "featurizer.onnx", _drop_layer2_weight,
+                       restamp=True),
+        _write_variant(out, base, "conv-weight-shape-mismatch", "featurizer.onnx", _shrink_layer2_weight,
+                       restamp=True),
+        _write_variant(out, base, "nan-weight", "featurizer.onnx", _nan_in_layer1_weight, restamp=True),
+        _write_variant(out, base, "unknown-featurizer-op", "featurizer.onnx", _unknown_featurizer_op),
+        _write_variant(out, base, "truncated-onnx", "featurizer.onnx", None, raw=data[: len(data) // 2]),
+    ]
 
-    def drop_schema_field(m):
-        schema = json.loads(next(p.value for p in m.metadata_props if p.key == "dashrank.schedule_schema"))
-        schema["fields"] = [f for f in schema["fields"] if f["name"] != "parchunk"]
-        _set_meta(m, "dashrank.schedule_schema", json.dumps(schema))
-    variant("schedule-width-mismatch", se_name, drop_schema_field)
-    variant("unknown-kernel", se_name, lambda m: _set_meta(m, "dashrank.kernel", "spgemm"))
+
+def _drop_parchunk_field(m: onnx.ModelProto) -> None:
+    schema = json.loads(next(p.value for p in m.metadata_props if p.key == "dashrank.schedule_schema"))
+    schema["fields"] = [f for f in schema["fields"] if f["name"] != "parchunk"]
+    _set_meta(m, "dashrank.schedule_schema", json.dumps(schema))
+
+
+def _write_bad_heads(out: Path, base: Dict[str, onnx.ModelProto]) -> List[str]:
+    """Heads whose schedule schema is cut off or one field short, of an unknown kernel, or
+    without a predictor."""
+    se_name = next(f for f in base if f.endswith(".schedule_embedder.onnx"))
+    made = [
+        _write_variant(out, base, "malformed-schema-json", se_name,
+                       lambda m: _set_meta(m, "dashrank.schedule_schema",
+                                           '{"name": "x", "fields": [{"name": "isplit", "kind": ')),
+        _write_variant(out, base, "schedule-width-mismatch", se_name, _drop_parchunk_field),
+        _write_variant(out, base, "unknown-kernel", se_name, lambda m: _set_meta(m, "dashrank.kernel", "spgemm")),
+    ]
     pr_name = next(f for f in base if f.endswith(".predictor.onnx"))
-    variant("missing-predictor", pr_name, lambda m: None)
+    made.append(_write_variant(out, base, "missing-predictor", pr_name, lambda m: None))
     (out / "missing-predictor" / pr_name).unlink()
     write_manifest(out / "missing-predictor")
+    return made
 
-    # integrity: one weight byte flipped after export (the manifest is the exporter's)
-    variant("corrupted-weight", pr_name, lambda m: None)
+
+def _write_bad_integrity(out: Path, base: Dict[str, onnx.ModelProto]) -> List[str]:
+    """Integrity: one weight byte flipped after export (the manifest is the exporter's), and a
+    bundle written before manifests and provenance existed."""
+    pr_name = next(f for f in base if f.endswith(".predictor.onnx"))
+    _write_variant(out, base, "corrupted-weight", pr_name, lambda m: None)
     t = next(t for t in base[pr_name].graph.initializer if t.name == "final.0.weight")
     raw = bytearray((out / "corrupted-weight" / pr_name).read_bytes())
     at = bytes(raw).find(t.raw_data)
     assert at >= 0, "final.0.weight not found in the serialized predictor"
     raw[at + 4 * 5 + 1] ^= 0x10                          # a mantissa bit of final.0.weight[5]
     (out / "corrupted-weight" / pr_name).write_bytes(bytes(raw))
-    # a bundle written before manifests and provenance existed
-    variant("no-manifest", pr_name, lambda m: None)
+    _write_variant(out, base, "no-manifest", pr_name, lambda m: None)
     (out / "no-manifest" / "manifest.json").unlink()
     for p in (out / "no-manifest").glob("*.onnx"):
         m = onnx.load(str(p))
         _set_meta(m, FEATURIZER_KEY, None)
         _set_meta(m, MAPPER_KEY, None)
         _raw_save(m, p)
-    made += ["corrupted-weight", "no-manifest"]
+    return ["corrupted-weight", "no-manifest"]
 
-    # provenance: the spade/spmm head of another COGNATE model (its two files only; the tests
-    # put them into a copy of fixtures/tiny-cognate, as a user copying files would)
+
+def _write_foreign_head(out: Path, foreign: Model) -> List[str]:
+    """Provenance: the spade/spmm head of another COGNATE model (its two files only; the tests
+    put them into a copy of fixtures/tiny-cognate, as a user copying files would)."""
     d = out / "foreign-head"
     d.mkdir()
     for fn, m in bundle_models(foreign).items():
         if fn.startswith(head_file_stem("spade/spmm") + "."):
             _raw_save(m, d / fn)
-    made.append("foreign-head")
+    return ["foreign-head"]
 
-    # pattern files
+
+def _write_bad_patterns(out: Path) -> List[str]:
+    """Pattern files: a valid 4 x 5 CSR for contrast, then a truncated one, a column index equal
+    to cols, a row_ptr that goes down, and a malformed Matrix Market file."""
     good = validate_csr(4, 5, [0, 2, 3, 3, 5], [0, 4, 2, 1, 3])
     write_csr(out / "good-small.csr", good)
     raw = (out / "good-small.csr").read_bytes()
@@ -407,9 +437,20 @@ def write_bad(model: Model, out: Path, foreign: Model) -> List[str]:
     bad.tofile(out / "row-ptr-not-monotone.csr")
     (out / "malformed.mtx").write_text(
         "%%MatrixMarket matrix coordinate pattern general\n4 5 3\n1 1\n2 x\n")
-    made += ["good-small.csr", "truncated.csr", "column-out-of-range.csr", "row-ptr-not-monotone.csr",
-             "malformed.mtx"]
-    return made
+    return ["good-small.csr", "truncated.csr", "column-out-of-range.csr", "row-ptr-not-monotone.csr",
+            "malformed.mtx"]
+
+
+def write_bad(model: Model, out: Path, foreign: Model) -> List[str]:
+    """Broken bundles (copies of ``model``'s with one defect each), the ``spade/spmm`` head of
+    ``foreign`` (a COGNATE model that is not the one of fixtures/tiny-cognate) and broken matrix
+    files."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    base = bundle_models(model)
+    return (_write_bad_metadata(out, base) + _write_bad_featurizers(out, base) + _write_bad_heads(out, base)
+            + _write_bad_integrity(out, base) + _write_foreign_head(out, foreign) + _write_bad_patterns(out))
 
 
 README = """# tests/data — generated test data (do not edit by hand)
