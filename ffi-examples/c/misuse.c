@@ -449,18 +449,9 @@ static dashrank_status space_text_fn(const void *p, char *b, size_t l, size_t *n
   }
 }
 
-static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir) {
-  dashrank_space *s = NULL, *so = (dashrank_space *)1;
-  dashrank_space_candidates *sc = NULL, *sco = (dashrank_space_candidates *)1;
-  dashrank_candidate_info info;
-  dashrank_ranked top[8];
-  dashrank_tune_result res;
-  dashrank_measurement meas[8];
-  size_t n = 0, ranked = 0, def = 0, need = 0, rows = 0, cols = 0, nnz = 0;
-  char buf[512];
-  int calls = 0;
-
-  /* Making spaces: NULL out, bad codes, unknown and unsupported names. */
+/* Making spaces: NULL out, bad codes, unknown and unsupported names, double free. */
+static void spaces_making_misuse(void) {
+  dashrank_space *so = (dashrank_space *)1;
   EXPECT(dashrank_space_new(DASHRANK_TARGET_CPU_TACO, DASHRANK_KERNEL_SPMM, 0, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_space_new(77, DASHRANK_KERNEL_SPMM, 0, &so), DASHRANK_STATUS_INVALID_ARGUMENT);
   CHECK(so == NULL);
@@ -482,8 +473,12 @@ static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir)
   EXPECT(dashrank_space_free(&so), DASHRANK_STATUS_OK);
   EXPECT(dashrank_space_free(&so), DASHRANK_STATUS_OK); /* same slot again: no-op */
   EXPECT(dashrank_space_free(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
-  EXPECT(dashrank_space_new_taco(DASHRANK_KERNEL_SPMM, 2, 2, &s), DASHRANK_STATUS_OK);
-  if (!s) return;
+}
+
+/* The space's name (NULLs, optional size) and the matrix's shape. */
+static void spaces_name_and_shape_misuse(const dashrank_space *s, const dashrank_matrix *x) {
+  size_t need = 0, rows = 0, cols = 0, nnz = 0;
+  char buf[512];
   EXPECT(dashrank_space_name(NULL, buf, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_space_name(s, NULL, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_space_name(s, buf, sizeof buf, NULL), DASHRANK_STATUS_OK);
@@ -492,8 +487,11 @@ static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir)
   EXPECT(dashrank_matrix_shape(NULL, &rows, &cols, &nnz), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_matrix_shape(x, &rows, &cols, &nnz), DASHRANK_STATUS_OK);
   CHECK(rows == 32 && cols == 32 && nnz > 0);
+}
 
-  /* Preparing: NULLs (head may be NULL), unknown head, a head of another target. */
+/* Preparing: NULLs (head may be NULL), unknown head, a head of another target. */
+static void spaces_prepare_misuse(dashrank_model *m, dashrank_matrix *x, const dashrank_space *s) {
+  dashrank_space_candidates *sco = (dashrank_space_candidates *)1;
   EXPECT(dashrank_space_prepare(NULL, NULL, s, x, &sco), DASHRANK_STATUS_NULL_ARGUMENT);
   CHECK(sco == NULL);
   EXPECT(dashrank_space_prepare(m, NULL, NULL, x, &sco), DASHRANK_STATUS_NULL_ARGUMENT);
@@ -508,12 +506,13 @@ static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir)
   EXPECT(dashrank_space_prepare(m, HEAD, spade, x, &sco), DASHRANK_STATUS_INVALID_ARGUMENT);  /* head of another target */
   CHECK(sco == NULL);
   EXPECT(dashrank_space_free(&spade), DASHRANK_STATUS_OK);
-  EXPECT(dashrank_space_prepare(m, NULL, s, x, &sc), DASHRANK_STATUS_OK);
-  if (!sc) return;
-  /* Candidates outlive their space. */
-  EXPECT(dashrank_space_free(&s), DASHRANK_STATUS_OK);
+}
 
-  /* Queries: NULLs, optional outputs, indices out of range. */
+/* Queries: NULLs, optional outputs, indices out of range. Returns the default's index. */
+static size_t spaces_candidate_misuse(const dashrank_space_candidates *sc) {
+  dashrank_candidate_info info;
+  size_t n = 0, ranked = 0, def = 0, need = 0;
+  char buf[512];
   EXPECT(dashrank_space_candidates_len(NULL, &n, &ranked), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_space_candidates_len(sc, NULL, &ranked), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_space_candidates_len(sc, &n, NULL), DASHRANK_STATUS_OK);
@@ -541,8 +540,11 @@ static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir)
   EXPECT(dashrank_space_candidates_render(sc, 0, NULL, buf, sizeof buf, NULL), DASHRANK_STATUS_OK); /* name optional */
   EXPECT(dashrank_space_candidates_render(sc, 0, "\xff", buf, sizeof buf, NULL), DASHRANK_STATUS_INVALID_UTF8);
   EXPECT(dashrank_space_candidates_render(sc, n, "m", buf, sizeof buf, NULL), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  return def;
+}
 
-  /* Every text export at every length. */
+/* Every text export at every length. */
+static void spaces_text_misuse(const dashrank_space_candidates *sc, size_t def) {
   dashrank_space *named = NULL;
   EXPECT(dashrank_space_from_name("taco-spmm", 0, &named), DASHRANK_STATUS_OK);
   space_text_ctx t = {named, sc, def, 0};
@@ -554,8 +556,12 @@ static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir)
   t.which = 3;
   text_lengths("space_candidates_render", space_text_fn, &t);
   EXPECT(dashrank_space_free(&named), DASHRANK_STATUS_OK);
+}
 
-  /* Top-k: NULLs, a short `out` writes nothing and reports the count. */
+/* Top-k: NULLs, a short `out` writes nothing and reports the count. */
+static void spaces_top_k_misuse(dashrank_model *m, dashrank_matrix *x, const dashrank_space_candidates *sc) {
+  dashrank_ranked top[8];
+  size_t n = 0;
   EXPECT(dashrank_space_top_k(NULL, x, sc, 3, top, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_space_top_k(m, NULL, sc, 3, top, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_space_top_k(m, x, NULL, 3, top, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
@@ -570,9 +576,15 @@ static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir)
     CHECK(n == want);
     for (size_t i = 0; i < 8; i++) CHECK(top[i].index == 0xDEAD);
   }
+}
 
-  /* Tuning: NULLs (name, measurements and out_n optional), capacity checked before any
-   * measurement, every measurement failing is not a crash. */
+/* Tuning: NULLs (name, measurements and out_n optional), capacity checked before any
+ * measurement, every measurement failing is not a crash. */
+static void spaces_tune_misuse(dashrank_model *m, dashrank_matrix *x, const dashrank_space_candidates *sc) {
+  dashrank_tune_result res;
+  dashrank_measurement meas[8];
+  size_t n = 0;
+  int calls = 0;
   EXPECT(dashrank_space_tune(NULL, x, sc, 2, "m", measure_ok, &calls, &res, meas, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_space_tune(m, NULL, sc, 2, "m", measure_ok, &calls, &res, meas, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_space_tune(m, x, NULL, 2, "m", measure_ok, &calls, &res, meas, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
@@ -589,8 +601,13 @@ static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir)
   dashrank_status st = dashrank_space_tune(m, x, sc, 2, "m", measure_fails, NULL, &res, meas, 8, &n);
   checks++;
   if (st == DASHRANK_STATUS_PANIC) FAIL("tuning with failing measurements panicked");
+}
 
-  /* A matrix embedded by another model is refused. */
+/* A matrix embedded by another model is refused. */
+static void spaces_foreign_matrix_misuse(dashrank_model *m, const dashrank_space_candidates *sc,
+                                         const char *other_dir) {
+  dashrank_ranked top[8];
+  size_t n = 0;
   dashrank_model *other = load(other_dir);
   int32_t rp[33], ci[200];
   int k = band(32, 0, rp, ci);
@@ -599,6 +616,27 @@ static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir)
   EXPECT(dashrank_space_top_k(m, y, sc, 3, top, 8, &n), DASHRANK_STATUS_INVALID_ARGUMENT);
   EXPECT(dashrank_matrix_free(&y), DASHRANK_STATUS_OK);
   EXPECT(dashrank_model_release(&other), DASHRANK_STATUS_OK);
+}
+
+static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir) {
+  dashrank_space *s = NULL;
+  dashrank_space_candidates *sc = NULL;
+
+  spaces_making_misuse();
+  EXPECT(dashrank_space_new_taco(DASHRANK_KERNEL_SPMM, 2, 2, &s), DASHRANK_STATUS_OK);
+  if (!s) return;
+  spaces_name_and_shape_misuse(s, x);
+  spaces_prepare_misuse(m, x, s);
+  EXPECT(dashrank_space_prepare(m, NULL, s, x, &sc), DASHRANK_STATUS_OK);
+  if (!sc) return;
+  /* Candidates outlive their space. */
+  EXPECT(dashrank_space_free(&s), DASHRANK_STATUS_OK);
+
+  size_t def = spaces_candidate_misuse(sc);
+  spaces_text_misuse(sc, def);
+  spaces_top_k_misuse(m, x, sc);
+  spaces_tune_misuse(m, x, sc);
+  spaces_foreign_matrix_misuse(m, sc, other_dir);
 
   EXPECT(dashrank_space_candidates_free(&sc), DASHRANK_STATUS_OK);
   CHECK(sc == NULL);
@@ -608,42 +646,42 @@ static void spaces(dashrank_model *m, dashrank_matrix *x, const char *other_dir)
 
 /* --- 5b. TACO programs and repacking ------------------------------------------------ */
 
-static void taco_programs(dashrank_model *m, dashrank_matrix *x) {
-  dashrank_taco_options o;
-  dashrank_taco_program *p = NULL, *q = NULL;
-  dashrank_taco_packed *pk = NULL;
-  dashrank_taco_program_info info;
-  dashrank_taco_tensor_info t;
-  dashrank_taco_command_info cmd;
-  dashrank_taco_level lv;
-  const float *vals = NULL;
-  size_t len = 0, levels = 0, needed = 0;
-  char buf[4096];
-  int32_t rp[33], ci[200];
-  int nnz = band(32, 0, rp, ci);
-  const char *line = "4 8 8 i1 k1 i0 k0 j1 j0 0 1 0 1 i1 48 16"; /* dense levels under compressed */
-
-  EXPECT(dashrank_taco_options_init(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
-  EXPECT(dashrank_taco_options_init(&o), DASHRANK_STATUS_OK);
-  o.threads = 2;
-  /* Construction: NULLs, unknown kernels, bad lines, empty shapes, stale options. */
-  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, NULL, 32, 32, &o, &p), DASHRANK_STATUS_NULL_ARGUMENT);
-  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, line, 32, 32, &o, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
-  EXPECT(dashrank_taco_program_from_line(9, line, 32, 32, &o, &p), DASHRANK_STATUS_INVALID_ARGUMENT);
-  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, "3 8 8 i1", 32, 32, &o, &p), DASHRANK_STATUS_SCHEDULE);
-  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, line, 0, 32, &o, &p), DASHRANK_STATUS_INVALID_ARGUMENT);
-  CHECK(p == NULL);
-  dashrank_taco_options stale = o;
+/* The options with a stale ABI version, refused everywhere they are taken. */
+static dashrank_taco_options taco_stale_options(const dashrank_taco_options *o) {
+  dashrank_taco_options stale = *o;
   stale.abi_version = 0;
+  return stale;
+}
+
+/* Construction: NULLs, unknown kernels, bad lines, empty shapes, stale options. Returns the
+ * program of `line` (NULL if it could not be built). */
+static dashrank_taco_program *taco_construction_misuse(const char *line, const dashrank_taco_options *o) {
+  dashrank_taco_program *p = NULL, *q = NULL;
+  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, NULL, 32, 32, o, &p), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, line, 32, 32, o, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_from_line(9, line, 32, 32, o, &p), DASHRANK_STATUS_INVALID_ARGUMENT);
+  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, "3 8 8 i1", 32, 32, o, &p), DASHRANK_STATUS_SCHEDULE);
+  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, line, 0, 32, o, &p), DASHRANK_STATUS_INVALID_ARGUMENT);
+  CHECK(p == NULL);
+  dashrank_taco_options stale = taco_stale_options(o);
   EXPECT(dashrank_taco_program_csr(DASHRANK_KERNEL_SPMM, 32, 32, &stale, &p), DASHRANK_STATUS_ABI_MISMATCH);
   EXPECT(dashrank_taco_program_csr(DASHRANK_KERNEL_SPMM, 32, 32, NULL, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_taco_program_csr(DASHRANK_KERNEL_SPMM, 32, 32, NULL, &q), DASHRANK_STATUS_OK);
   EXPECT(dashrank_taco_program_free(&q), DASHRANK_STATUS_OK);
-  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, line, 32, 32, &o, &p), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_from_line(DASHRANK_KERNEL_SPMM, line, 32, 32, o, &p), DASHRANK_STATUS_OK);
   EXPECT(dashrank_taco_program_parse(NULL, &q), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_taco_program_parse("taco nonsense", &q), DASHRANK_STATUS_SCHEDULE);
   EXPECT(dashrank_taco_program_parse("taco \"C(i)=A(i,k)*B(k)\"", NULL), DASHRANK_STATUS_NULL_ARGUMENT);
-  /* Text forms: sizes as in every text export. */
+  return p;
+}
+
+/* Text forms (sizes as in every text export), then structure: out-of-range indices. */
+static void taco_program_text_and_structure_misuse(const dashrank_taco_program *p) {
+  dashrank_taco_program_info info;
+  dashrank_taco_tensor_info t;
+  dashrank_taco_command_info cmd;
+  size_t needed = 0;
+  char buf[4096];
   EXPECT(dashrank_taco_program_command_line(NULL, buf, sizeof buf, &needed), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_taco_program_command_line(p, buf, 4, &needed), DASHRANK_STATUS_INSUFFICIENT_SIZE);
   EXPECT(dashrank_taco_program_command_line(p, buf, sizeof buf, &needed), DASHRANK_STATUS_OK);
@@ -669,7 +707,14 @@ static void taco_programs(dashrank_model *m, dashrank_matrix *x) {
   EXPECT(dashrank_taco_program_command(p, 0, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_taco_program_command(p, info.commands - 1, &cmd), DASHRANK_STATUS_OK);
   CHECK(cmd.kind == DASHRANK_TACO_PARALLELIZE && cmd.n_args == 3);
-  /* Repacking: NULL arrays, a shape other than the program's, malformed CSR, values. */
+}
+
+/* Repacking: NULL arrays, a shape other than the program's, malformed CSR, stale options, a
+ * layout beyond the limit, int64 arrays. Leaves the limit in `o` at 20. */
+static void taco_pack_misuse(const dashrank_taco_program *p, dashrank_taco_options *o,
+                             const int32_t *rp, const int32_t *ci, int nnz) {
+  dashrank_taco_packed *pk = NULL;
+  dashrank_taco_options stale = taco_stale_options(o);
   EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, NULL, ci, NULL, (size_t)nnz, NULL, &pk), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, NULL, (size_t)nnz, NULL, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_taco_pack_csr_i32(NULL, 32, 32, rp, ci, NULL, (size_t)nnz, NULL, &pk), DASHRANK_STATUS_NULL_ARGUMENT);
@@ -678,17 +723,27 @@ static void taco_programs(dashrank_model *m, dashrank_matrix *x) {
   EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, NULL, (size_t)nnz, &stale, &pk), DASHRANK_STATUS_ABI_MISMATCH);
   CHECK(pk == NULL);
   /* A layout of stored zeros beyond the limit: a dense column level under compressed rows. */
-  o.max_positions_per_nonzero = 1;
-  EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, NULL, (size_t)nnz, &o, &pk), DASHRANK_STATUS_LAYOUT_TOO_LARGE);
-  o.max_positions_per_nonzero = 20;
+  o->max_positions_per_nonzero = 1;
+  EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, NULL, (size_t)nnz, o, &pk), DASHRANK_STATUS_LAYOUT_TOO_LARGE);
+  o->max_positions_per_nonzero = 20;
   int64_t rp64[33], ci64[200];
   for (int r = 0; r <= 32; r++) rp64[r] = rp[r];
   for (int n = 0; n < nnz; n++) ci64[n] = ci[n];
-  EXPECT(dashrank_taco_pack_csr_i64(p, 32, 32, rp64, ci64, NULL, (size_t)nnz, &o, &pk), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_pack_csr_i64(p, 32, 32, rp64, ci64, NULL, (size_t)nnz, o, &pk), DASHRANK_STATUS_OK);
   EXPECT(dashrank_taco_packed_free(&pk), DASHRANK_STATUS_OK);
+}
+
+/* A packed matrix with values: levels and values (NULLs, out-of-range indices), every value
+ * landing once, double free. */
+static void taco_packed_misuse(const dashrank_taco_program *p, const dashrank_taco_options *o,
+                               const int32_t *rp, const int32_t *ci, int nnz) {
+  dashrank_taco_packed *pk = NULL;
+  dashrank_taco_level lv;
+  const float *vals = NULL;
+  size_t len = 0, levels = 0;
   float v[200];
   for (int n = 0; n < nnz; n++) v[n] = (float)n;
-  EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, v, (size_t)nnz, &o, &pk), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_pack_csr_i32(p, 32, 32, rp, ci, v, (size_t)nnz, o, &pk), DASHRANK_STATUS_OK);
   EXPECT(dashrank_taco_packed_levels(pk, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_taco_packed_levels(NULL, &levels), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_taco_packed_levels(pk, &levels), DASHRANK_STATUS_OK);
@@ -708,7 +763,13 @@ static void taco_programs(dashrank_model *m, dashrank_matrix *x) {
   CHECK(pk == NULL);
   EXPECT(dashrank_taco_packed_free(&pk), DASHRANK_STATUS_OK);
   EXPECT(dashrank_taco_packed_free(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
-  /* From a prepared space: the default is TACO's CSR; other toolchains are refused. */
+}
+
+/* From a prepared space: the default is TACO's CSR; other toolchains are refused. */
+static void taco_from_candidate_misuse(dashrank_model *m, dashrank_matrix *x,
+                                       const dashrank_taco_options *o) {
+  dashrank_taco_program *q = NULL;
+  char buf[4096];
   dashrank_space *s = NULL;
   dashrank_space_candidates *sc = NULL;
   size_t d = 0, n = 0;
@@ -716,15 +777,31 @@ static void taco_programs(dashrank_model *m, dashrank_matrix *x) {
   EXPECT(dashrank_space_prepare(m, NULL, s, x, &sc), DASHRANK_STATUS_OK);
   EXPECT(dashrank_space_candidates_default(sc, &d), DASHRANK_STATUS_OK);
   EXPECT(dashrank_space_candidates_len(sc, &n, NULL), DASHRANK_STATUS_OK);
-  EXPECT(dashrank_taco_program_from_candidate(NULL, d, &o, &q), DASHRANK_STATUS_NULL_ARGUMENT);
-  EXPECT(dashrank_taco_program_from_candidate(sc, n, &o, &q), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
-  EXPECT(dashrank_taco_program_from_candidate(sc, d, &o, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
-  EXPECT(dashrank_taco_program_from_candidate(sc, d, &o, &q), DASHRANK_STATUS_OK);
+  EXPECT(dashrank_taco_program_from_candidate(NULL, d, o, &q), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_from_candidate(sc, n, o, &q), DASHRANK_STATUS_INDEX_OUT_OF_RANGE);
+  EXPECT(dashrank_taco_program_from_candidate(sc, d, o, NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_program_from_candidate(sc, d, o, &q), DASHRANK_STATUS_OK);
   EXPECT(dashrank_taco_program_command_line(q, buf, sizeof buf, NULL), DASHRANK_STATUS_OK);
   CHECK(strstr(buf, "-f=A:ds ") != NULL && strstr(buf, "bound(") == NULL);
   EXPECT(dashrank_taco_program_free(&q), DASHRANK_STATUS_OK);
   EXPECT(dashrank_space_candidates_free(&sc), DASHRANK_STATUS_OK);
   EXPECT(dashrank_space_free(&s), DASHRANK_STATUS_OK);
+}
+
+static void taco_programs(dashrank_model *m, dashrank_matrix *x) {
+  dashrank_taco_options o;
+  int32_t rp[33], ci[200];
+  int nnz = band(32, 0, rp, ci);
+  const char *line = "4 8 8 i1 k1 i0 k0 j1 j0 0 1 0 1 i1 48 16"; /* dense levels under compressed */
+
+  EXPECT(dashrank_taco_options_init(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+  EXPECT(dashrank_taco_options_init(&o), DASHRANK_STATUS_OK);
+  o.threads = 2;
+  dashrank_taco_program *p = taco_construction_misuse(line, &o);
+  taco_program_text_and_structure_misuse(p);
+  taco_pack_misuse(p, &o, rp, ci, nnz);
+  taco_packed_misuse(p, &o, rp, ci, nnz);
+  taco_from_candidate_misuse(m, x, &o);
   EXPECT(dashrank_taco_program_free(&p), DASHRANK_STATUS_OK);
   CHECK(p == NULL);
   EXPECT(dashrank_taco_program_free(&p), DASHRANK_STATUS_OK);
