@@ -175,86 +175,88 @@ static void print_entry(const dashrank_space_candidates *c, const dashrank_ranke
   free(text);
 }
 
-int main(int argc, char **argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: %s MODEL_DIR MATRIX.mtx|MATRIX.csr [K] [MAX_SPLIT]\n", argv[0]);
-    return 2;
-  }
-  size_t k = argc > 3 ? (size_t)atoi(argv[3]) : 5;
-  uint32_t max_split = argc > 4 ? (uint32_t)atoi(argv[4]) : 0;
-  int rc = 1;
-  dashrank_model *model = NULL;
-  dashrank_matrix *matrix = NULL;
-  dashrank_space *space = NULL;
-  dashrank_space_candidates *cands = NULL;
-  dashrank_ranked *top = NULL;
-  dashrank_measurement *ms = NULL;
-  csr32 csr = {0};
-  bench bm = {getenv("DASHRANK_TACO_MEASURE"), argv[2], 0};
-
+/* --- the steps of main ------------------------------------------------------------------- */
+/* Checks the library against the header, prints its version and loads the model
+ * (deterministic). */
+static int load_model(const char *dir, dashrank_model **model) {
   if (dashrank_abi_version() != DASHRANK_ABI_VERSION) {
     fprintf(stderr, "ABI mismatch: header %u, library %u\n", DASHRANK_ABI_VERSION,
             dashrank_abi_version());
-    return 1;
+    return -1;
   }
   printf("dashrank %s (ABI %u)\n", dashrank_version(), dashrank_abi_version());
   dashrank_load_options opts;
   CHECK(dashrank_load_options_init(&opts));
   opts.deterministic = true;
-  CHECK(dashrank_model_load(argv[1], &opts, &model));
+  CHECK(dashrank_model_load(dir, &opts, model));
   char desc[256];
-  CHECK(dashrank_model_describe(model, desc, sizeof desc, NULL));
+  CHECK(dashrank_model_describe(*model, desc, sizeof desc, NULL));
   printf("model %s\n", desc);
+  return 0;
+fail:
+  return -1;
+}
 
-  const char *path = argv[2];
+/* Reads the matrix at `path` (.csr: WACO binary, else Matrix Market) into `csr` and embeds it
+ * for the model. */
+static int read_and_embed_matrix(dashrank_model *model, const char *path, const char *name,
+                                 csr32 *csr, dashrank_matrix **matrix) {
   size_t plen = strlen(path);
   int is_csr = plen > 4 && strcmp(path + plen - 4, ".csr") == 0;
-  if ((is_csr ? read_waco_csr(path, &csr) : read_mtx(path, &csr)) != 0) goto fail;
-  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-  printf("matrix %s: %d x %d, %d nonzeros\n", name, csr.nrows, csr.ncols, csr.nnz);
-  CHECK(dashrank_matrix_embed_csr_i32(model, (size_t)csr.nrows, (size_t)csr.ncols, csr.row_ptr,
-                                      csr.col_idx, (size_t)csr.nnz, &matrix));
+  if ((is_csr ? read_waco_csr(path, csr) : read_mtx(path, csr)) != 0) return -1;
+  printf("matrix %s: %d x %d, %d nonzeros\n", name, csr->nrows, csr->ncols, csr->nnz);
+  CHECK(dashrank_matrix_embed_csr_i32(model, (size_t)csr->nrows, (size_t)csr->ncols, csr->row_ptr,
+                                      csr->col_idx, (size_t)csr->nnz, matrix));
+  return 0;
+fail:
+  return -1;
+}
 
-  /* TACO's SpMM space, for this matrix, prepared for the model's cpu-taco/spmm head. */
+/* TACO's SpMM space (cut at `max_split`, or whole), for this matrix, prepared for the model's
+ * cpu-taco/spmm head; prints its size and the states of its candidates. */
+static int prepare_taco_space(dashrank_model *model, dashrank_matrix *matrix, uint32_t max_split,
+                              dashrank_space **space, dashrank_space_candidates **cands,
+                              size_t *ranked, size_t *def) {
   if (max_split)
-    CHECK(dashrank_space_new_taco(DASHRANK_KERNEL_SPMM, max_split, max_split, &space));
+    CHECK(dashrank_space_new_taco(DASHRANK_KERNEL_SPMM, max_split, max_split, space));
   else
-    CHECK(dashrank_space_new(DASHRANK_TARGET_CPU_TACO, DASHRANK_KERNEL_SPMM, 0, &space));
-  CHECK(dashrank_space_prepare(model, NULL, space, matrix, &cands));
-  size_t len = 0, ranked = 0, def = 0, states[4] = {0};
-  CHECK(dashrank_space_candidates_len(cands, &len, &ranked));
-  CHECK(dashrank_space_candidates_default(cands, &def));
+    CHECK(dashrank_space_new(DASHRANK_TARGET_CPU_TACO, DASHRANK_KERNEL_SPMM, 0, space));
+  CHECK(dashrank_space_prepare(model, NULL, *space, matrix, cands));
+  size_t len = 0, states[4] = {0};
+  CHECK(dashrank_space_candidates_len(*cands, &len, ranked));
+  CHECK(dashrank_space_candidates_default(*cands, def));
   for (size_t i = 0; i < len; i++) {
     dashrank_candidate_info info;
-    CHECK(dashrank_space_candidates_info(cands, i, &info));
+    CHECK(dashrank_space_candidates_info(*cands, i, &info));
     if (info.state < 4) states[info.state]++;
   }
   printf("TACO SpMM space: %zu schedules, %zu ranked, %zu duplicates for this matrix, %zu "
          "invalid; TACO default = candidate %zu\n",
-         len, ranked, states[DASHRANK_CANDIDATE_DUPLICATE],
+         len, *ranked, states[DASHRANK_CANDIDATE_DUPLICATE],
          states[DASHRANK_CANDIDATE_INVALID_FOR_MATRIX] + states[DASHRANK_CANDIDATE_INVALID_SCHEDULE],
-         def);
+         *def);
+  return 0;
+fail:
+  return -1;
+}
 
-  /* The top 5 and the default, as TACO commands. */
+/* The top 5 and the default, as TACO commands. */
+static int print_top5(dashrank_model *model, dashrank_matrix *matrix,
+                      const dashrank_space_candidates *cands, const char *name) {
   size_t n = 0, cap = 6;
-  top = calloc(cap, sizeof *top);
+  dashrank_ranked *top = calloc(cap, sizeof *top);
   CHECK(dashrank_space_top_k(model, matrix, cands, 5, top, cap, &n));
   printf("top 5 (lower score = predicted faster) and the TACO default:\n");
   for (size_t r = 0; r < n; r++) print_entry(cands, &top[r], name);
+  free(top);
+  return 0;
+fail:
+  free(top);
+  return -1;
+}
 
-  /* Tune: measure the top k and the default through stock TACO, keep the fastest. */
-  if (!bm.measurer) {
-    printf("not tuning: set DASHRANK_TACO_MEASURE to dashrank-taco-measure (bash scripts/taco-tools.sh)\n");
-    rc = 0;
-    goto fail;
-  }
-  size_t most = (k < ranked ? k : ranked) + 1, taken = 0;
-  ms = calloc(most, sizeof *ms);
-  dashrank_tune_result result;
-  CHECK(dashrank_space_tune(model, matrix, cands, k, name, measure_taco, &bm, &result, ms, most,
-                            &taken));
-  printf("tuning with stock TACO: %zu measured (%d callback calls), %zu failed and skipped\n",
-         result.measured, bm.calls, result.failed);
+/* Each measurement of a tuning: its time, or that it failed. */
+static void print_measurements(const dashrank_measurement *ms, size_t taken) {
   for (size_t i = 0; i < taken; i++) {
     if (ms[i].ok)
       printf("  candidate %zu%s: %.3f ms\n", ms[i].ranked.index,
@@ -263,28 +265,79 @@ int main(int argc, char **argv) {
       printf("  candidate %zu%s: not measured (TACO or the check failed)\n", ms[i].ranked.index,
              ms[i].ranked.is_default ? " [TACO default]" : "");
   }
-  if (result.has_best) {
-    printf("fastest: candidate %zu, %.3f ms", result.best_index, result.best_ms);
-    if (!isnan(result.speedup_over_default))
-      printf(" (%.2fx the TACO default's %.3f ms)", result.speedup_over_default, result.default_ms);
-    printf("\n");
-    dashrank_ranked best = {result.best_index, 0.0f, 0, result.best_index == def};
-    for (size_t i = 0; i < taken; i++)
-      if (ms[i].ranked.index == result.best_index) best = ms[i].ranked;
-    print_entry(cands, &best, name);
-  } else {
-    printf("no candidate could be measured\n");
-  }
-  rc = 0;
+}
 
+/* The fastest candidate of a tuning, its speedup over the default and its TACO command. */
+static void print_fastest(const dashrank_space_candidates *cands, const dashrank_tune_result *result,
+                          const dashrank_measurement *ms, size_t taken, size_t def,
+                          const char *name) {
+  if (!result->has_best) {
+    printf("no candidate could be measured\n");
+    return;
+  }
+  printf("fastest: candidate %zu, %.3f ms", result->best_index, result->best_ms);
+  if (!isnan(result->speedup_over_default))
+    printf(" (%.2fx the TACO default's %.3f ms)", result->speedup_over_default, result->default_ms);
+  printf("\n");
+  dashrank_ranked best = {result->best_index, 0.0f, 0, result->best_index == def};
+  for (size_t i = 0; i < taken; i++)
+    if (ms[i].ranked.index == result->best_index) best = ms[i].ranked;
+  print_entry(cands, &best, name);
+}
+
+/* Tune: measure the top k and the default through stock TACO, keep the fastest (or say why
+ * not, without a measurer). */
+static int tune_with_taco(dashrank_model *model, dashrank_matrix *matrix,
+                          const dashrank_space_candidates *cands, size_t k, size_t ranked,
+                          size_t def, const char *name, bench *bm) {
+  if (!bm->measurer) {
+    printf("not tuning: set DASHRANK_TACO_MEASURE to dashrank-taco-measure (bash scripts/taco-tools.sh)\n");
+    return 0;
+  }
+  size_t most = (k < ranked ? k : ranked) + 1, taken = 0;
+  dashrank_measurement *ms = calloc(most, sizeof *ms);
+  dashrank_tune_result result;
+  CHECK(dashrank_space_tune(model, matrix, cands, k, name, measure_taco, bm, &result, ms, most,
+                            &taken));
+  printf("tuning with stock TACO: %zu measured (%d callback calls), %zu failed and skipped\n",
+         result.measured, bm->calls, result.failed);
+  print_measurements(ms, taken);
+  print_fastest(cands, &result, ms, taken, def, name);
+  free(ms);
+  return 0;
 fail:
+  free(ms);
+  return -1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    fprintf(stderr, "usage: %s MODEL_DIR MATRIX.mtx|MATRIX.csr [K] [MAX_SPLIT]\n", argv[0]);
+    return 2;
+  }
+  size_t k = argc > 3 ? (size_t)atoi(argv[3]) : 5;
+  uint32_t max_split = argc > 4 ? (uint32_t)atoi(argv[4]) : 0;
+  dashrank_model *model = NULL;
+  dashrank_matrix *matrix = NULL;
+  dashrank_space *space = NULL;
+  dashrank_space_candidates *cands = NULL;
+  csr32 csr = {0};
+  bench bm = {getenv("DASHRANK_TACO_MEASURE"), argv[2], 0};
+  const char *path = argv[2];
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  size_t ranked = 0, def = 0;
+
+  int ok = load_model(argv[1], &model) == 0 &&
+           read_and_embed_matrix(model, path, name, &csr, &matrix) == 0 &&
+           prepare_taco_space(model, matrix, max_split, &space, &cands, &ranked, &def) == 0 &&
+           print_top5(model, matrix, cands, name) == 0 &&
+           tune_with_taco(model, matrix, cands, k, ranked, def, name, &bm) == 0;
+
   dashrank_space_candidates_free(&cands);
   dashrank_space_free(&space);
   dashrank_matrix_free(&matrix);
   dashrank_model_release(&model);
-  free(top);
-  free(ms);
   free(csr.row_ptr);
   free(csr.col_idx);
-  return rc;
+  return ok ? 0 : 1;
 }
