@@ -2,8 +2,9 @@
 """Writes the seed corpora of the fuzz targets into fuzz/corpus/<target>/ (standard library
 only; run from anywhere). Seeds come from the committed fixtures (bundle files, golden
 schedule lines, bad inputs), WACO's collected SuperSchedules in ../shared when present,
-small hand-made examples of each text format, and random programs for the graph generator.
-Existing corpus files are kept."""
+small hand-made examples of each text format, random programs for the graph generator, and
+the minimized corpora of finished campaigns kept under fuzz/kept/<target>/ (see
+docs/reliability.md). Existing corpus files are kept."""
 import hashlib
 import json
 import os
@@ -43,10 +44,9 @@ def golden_lines():
     return out
 
 
-def main():
-    rng = random.Random(20240601)
+def seed_matrices(rng):
+    """Matrix Market and WACO .csr: the bad inputs, every header kind, a few random CSRs."""
     bad = os.path.join(ROOT, "tests/data/bad")
-
     # Matrix Market.
     for p in [os.path.join(bad, "malformed.mtx"), os.path.join(ROOT, "ffi-examples/data/band96.mtx")]:
         put("mtx", open(p, "rb").read())
@@ -66,6 +66,9 @@ def main():
         rows = {r: rng.sample(range(n), min(n, 1 + r % 3)) for r in range(n) if r % 4 != 3}
         put("waco_csr", csr_bytes(n, n, rows))
 
+
+def seed_schedules():
+    """Schedule lines against every schema, TACO commands, SPADE CSV, SparseTIR JSON."""
     # Schedule lines: the selector byte picks the schema; every kind of line with each.
     lines = golden_lines()
     collected = []
@@ -98,6 +101,9 @@ def main():
     put("sparsetir_json", json.dumps(one))
     put("sparsetir_json", json.dumps([one, dict(one, kernel="sddmm", bind_k1=False, group=4)]))
 
+
+def seed_models(rng):
+    """Bundle files, C call sequences and generated dense graphs."""
     # Bundles: [fixture, file] + the unchanged file (file order: sorted names; the last index
     # is the manifest).
     for i, fx in enumerate(FIXTURES):
@@ -119,6 +125,23 @@ def main():
             put("onnx_graph", bytes([slot, 1]) + bytes(rng.randrange(256) for _ in range(rng.randrange(8, 160))))
     put("onnx_graph", bytes([2, 1, 0, 0, 0, 0xff, 5, 0, 0, 0, 0, 5, 2]))
     put("onnx_graph", bytes([2, 1, 0, 0, 0, 0xff]))
+
+
+def seed_kept():
+    """The corpora kept from finished campaigns: a new campaign continues from them."""
+    kept = os.path.join(ROOT, "fuzz", "kept")
+    for target in sorted(os.listdir(kept)) if os.path.isdir(kept) else []:
+        for name in sorted(os.listdir(os.path.join(kept, target))):
+            with open(os.path.join(kept, target, name), "rb") as f:
+                put(target, f.read())
+
+
+def main():
+    rng = random.Random(20240601)
+    seed_matrices(rng)
+    seed_schedules()
+    seed_models(rng)
+    seed_kept()
     return 0
 
 

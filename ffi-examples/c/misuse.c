@@ -111,19 +111,12 @@ static dashrank_model *load(const char *dir) {
 
 /* --- 1. NULL for every pointer parameter --------------------------------------------- */
 
-static void null_arguments(dashrank_model *m, dashrank_matrix *x, dashrank_candidates *c,
-                           const char *dir) {
+static void null_arguments_load_and_heads(dashrank_model *m, const char *dir) {
   dashrank_model *mo = (dashrank_model *)1;
-  dashrank_matrix *xo = (dashrank_matrix *)1;
-  dashrank_candidates *co = (dashrank_candidates *)1;
   dashrank_load_options o;
   size_t n = 0, need = 0;
-  uint32_t u = 0, idx[4];
-  float s[8];
+  uint32_t u = 0;
   char buf[256];
-  dashrank_status st;
-  int32_t rp32[] = {0, 1}, ci32[] = {0};
-  int64_t rp64[] = {0, 1}, ci64[] = {0};
 
   EXPECT(dashrank_load_options_init(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_model_load(NULL, NULL, &mo), DASHRANK_STATUS_NULL_ARGUMENT);
@@ -149,6 +142,12 @@ static void null_arguments(dashrank_model *m, dashrank_matrix *x, dashrank_candi
   EXPECT(dashrank_model_describe(NULL, buf, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_model_describe(m, NULL, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_model_describe(m, buf, sizeof buf, NULL), DASHRANK_STATUS_OK);
+}
+
+static void null_arguments_matrices(dashrank_model *m) {
+  dashrank_matrix *xo = (dashrank_matrix *)1;
+  int32_t rp32[] = {0, 1}, ci32[] = {0};
+  int64_t rp64[] = {0, 1}, ci64[] = {0};
 
   EXPECT(dashrank_matrix_embed_csr_i32(NULL, 1, 1, rp32, ci32, 1, &xo), DASHRANK_STATUS_NULL_ARGUMENT);
   CHECK(xo == NULL);
@@ -167,6 +166,13 @@ static void null_arguments(dashrank_model *m, dashrank_matrix *x, dashrank_candi
   EXPECT(dashrank_matrix_embed_file(m, NULL, &xo), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_matrix_embed_file(m, "m.mtx", NULL), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_matrix_free(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+}
+
+static void null_arguments_candidates(dashrank_model *m, dashrank_candidates *c) {
+  dashrank_candidates *co = (dashrank_candidates *)1;
+  size_t n = 0, need = 0;
+  char buf[256];
+  dashrank_status st;
 
   const char *with_null[] = {LINES[0], NULL};
   EXPECT(dashrank_candidates_prepare(NULL, HEAD, LINES, 1, &co), DASHRANK_STATUS_NULL_ARGUMENT);
@@ -188,6 +194,12 @@ static void null_arguments(dashrank_model *m, dashrank_matrix *x, dashrank_candi
   EXPECT(dashrank_candidates_message(c, 0, NULL, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_candidates_message(c, 0, buf, sizeof buf, NULL), DASHRANK_STATUS_OK);
   EXPECT(dashrank_candidates_free(NULL), DASHRANK_STATUS_NULL_ARGUMENT);
+}
+
+static void null_arguments_scoring(dashrank_model *m, dashrank_matrix *x, dashrank_candidates *c) {
+  size_t n = 0;
+  uint32_t idx[4];
+  float s[8];
 
   EXPECT(dashrank_score(NULL, x, c, s, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_score(m, NULL, c, s, 8, &n), DASHRANK_STATUS_NULL_ARGUMENT);
@@ -200,6 +212,11 @@ static void null_arguments(dashrank_model *m, dashrank_matrix *x, dashrank_candi
   EXPECT(dashrank_top_k(m, x, c, 2, NULL, s, 4, &n), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT(dashrank_top_k(m, x, c, 2, idx, NULL, 4, &n), DASHRANK_STATUS_OK); /* scores optional */
   EXPECT(dashrank_top_k(m, x, c, 2, idx, s, 4, NULL), DASHRANK_STATUS_OK);
+}
+
+static void null_arguments_messages(void) {
+  size_t need = 0;
+  char buf[256];
 
   EXPECT_KEEPS_LAST(dashrank_status_message(DASHRANK_STATUS_OK, NULL, sizeof buf, &need), DASHRANK_STATUS_NULL_ARGUMENT);
   EXPECT_KEEPS_LAST(dashrank_status_message(DASHRANK_STATUS_OK, buf, sizeof buf, NULL), DASHRANK_STATUS_OK);
@@ -207,6 +224,15 @@ static void null_arguments(dashrank_model *m, dashrank_matrix *x, dashrank_candi
   CHECK(dashrank_last_error_message(buf, sizeof buf, NULL) != DASHRANK_STATUS_NULL_ARGUMENT);
   CHECK(dashrank_version() != NULL && dashrank_abi_version() == DASHRANK_ABI_VERSION);
   EXPECT(dashrank_set_log_callback(NULL, NULL, 0), DASHRANK_STATUS_OK); /* NULL turns logging off */
+}
+
+static void null_arguments(dashrank_model *m, dashrank_matrix *x, dashrank_candidates *c,
+                           const char *dir) {
+  null_arguments_load_and_heads(m, dir);
+  null_arguments_matrices(m);
+  null_arguments_candidates(m, c);
+  null_arguments_scoring(m, x, c);
+  null_arguments_messages();
 }
 
 /* --- 2. Zero and short buffers -------------------------------------------------------- */
