@@ -9,6 +9,8 @@ use std::any::Any;
 use std::ffi::{c_char, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use dashrank::Error;
+
 use super::status::{clear_last_error, dashrank_status, set_last_error};
 
 /// A failed export: its status and a detailed message for `dashrank_last_error_message`.
@@ -217,4 +219,10 @@ pub fn check_capacity(what: &str, have: usize, need: usize) -> FfiResult {
         ));
     }
     Ok(())
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Self {
+        Failure::new(dashrank_status::from_error(&e), e.to_string())
+    }
 }

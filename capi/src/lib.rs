@@ -32,6 +32,7 @@ mod model;
 mod rank;
 mod space;
 mod status;
+mod status_messages;
 mod taco;
 mod tune;
 
@@ -44,6 +45,7 @@ pub use model::*;
 pub use rank::*;
 pub use space::*;
 pub use status::*;
+pub use status_messages::*;
 pub use taco::*;
 pub use tune::*;
 
