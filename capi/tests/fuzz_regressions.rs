@@ -41,6 +41,32 @@ fn every_regression_replays_cleanly() {
     eprintln!("{} regression inputs replayed", cases.len());
 }
 
+/// Every input of the corpora kept from finished campaigns (`fuzz/kept/<target>/`, minimized
+/// with `cargo fuzz cmin`) still passes its target's checks.
+#[test]
+fn every_kept_corpus_input_replays_cleanly() {
+    let dir = bodies::repo_root().join("fuzz/kept");
+    let mut replayed = 0;
+    for target in std::fs::read_dir(&dir).expect("fuzz/kept exists") {
+        let target = target.expect("entry").path();
+        let name = target.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            bodies::TARGETS.contains(&name.as_str()),
+            "fuzz/kept/{name}: no such fuzz target"
+        );
+        for file in std::fs::read_dir(&target).expect("target dir") {
+            let data = std::fs::read(file.expect("entry").path()).expect("readable");
+            assert!(
+                bodies::run(&name, &data),
+                "fuzz/kept/{name}: an input failed"
+            );
+            replayed += 1;
+        }
+    }
+    assert!(replayed > 0, "fuzz/kept holds no inputs");
+    eprintln!("{replayed} kept corpus inputs replayed");
+}
+
 #[test]
 fn every_target_runs_on_simple_inputs() {
     let mtx = b"%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n3 1\n";
