@@ -9,7 +9,7 @@
 mod common;
 
 use common::*;
-use dashrank::{CandidateSet, CandidateStatus, CostModel, CsrPattern, Model};
+use dashrank::{CandidateSet, CandidateStatus, CostModel, Model};
 use serde_json::Value;
 
 /// The golden file's tolerance: relative, absolute.
@@ -94,20 +94,6 @@ fn check_head_schedules(
         }
     }
     set
-}
-
-/// The pattern of a golden `patterns` entry.
-fn golden_pattern(p: &Value) -> CsrPattern {
-    CsrPattern::new(
-        p["rows"].as_u64().unwrap() as usize,
-        p["cols"].as_u64().unwrap() as usize,
-        usizes(&p["row_ptr"]),
-        usizes(&p["col_idx"])
-            .into_iter()
-            .map(|c| c as u32)
-            .collect(),
-    )
-    .unwrap()
 }
 
 /// Checks one golden pattern's features, matrix embedding, and each head's scores.

@@ -296,18 +296,7 @@ fn golden_patterns(dir: &Path) -> Vec<CsrPattern> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| {
-            CsrPattern::new(
-                p["rows"].as_u64().unwrap() as usize,
-                p["cols"].as_u64().unwrap() as usize,
-                usizes(&p["row_ptr"]),
-                usizes(&p["col_idx"])
-                    .into_iter()
-                    .map(|c| c as u32)
-                    .collect(),
-            )
-            .unwrap()
-        })
+        .map(golden_pattern)
         .collect()
 }
 

@@ -93,6 +93,20 @@ pub fn usizes(v: &Value) -> Vec<usize> {
 }
 
 /// Asserts |a − b| ≤ atol + rtol·|b| elementwise; returns the largest absolute error seen.
+/// The pattern of a golden file's `patterns` entry (`rows`, `cols`, `row_ptr`, `col_idx`).
+pub fn golden_pattern(p: &Value) -> dashrank::CsrPattern {
+    dashrank::CsrPattern::new(
+        p["rows"].as_u64().unwrap() as usize,
+        p["cols"].as_u64().unwrap() as usize,
+        usizes(&p["row_ptr"]),
+        usizes(&p["col_idx"])
+            .into_iter()
+            .map(|c| c as u32)
+            .collect(),
+    )
+    .unwrap()
+}
+
 pub fn assert_close(what: &str, got: &[f32], want: &[f32], rtol: f32, atol: f32) -> f32 {
     assert_eq!(got.len(), want.len(), "{what}: length");
     let mut worst = 0.0f32;
