@@ -224,17 +224,7 @@ impl Stencil for SparseConv {
         k: &Kernels,
     ) -> u64 {
         let mut nb = Neighbours::new(&input.coords, &self.reach.geom, k.level);
-        let mut sink = DirectTiles {
-            conv: self,
-            sc: Scratch::new(self.reach.geom.volume(), self.cout),
-            input,
-            total: dst.len() / self.cout,
-            dst,
-            k,
-            o: 0,
-            first: 0,
-            pairs: 0,
-        };
+        let mut sink = DirectTiles::new(self, input, dst, k);
         for ri in rows {
             nb.start_row(out.rows[ri]);
             nb.each_point_into(&out.cols[out.row_range(ri)], &mut sink);
@@ -243,44 +233,112 @@ impl Stencil for SparseConv {
     }
 }
 
-/// The direct path's pair sink: pairs bucketed by κ into tiles of output rows, each tile
-/// computed once its last point has its pairs.
+/// The direct path's pair sink: each pair goes straight into the micro-kernel's row lists
+/// of its κ (input row, output row offset), the lowest κ of a point marked [`FRESH`]; a tile
+/// of output rows is computed once its last point has its pairs. The kernel then sees
+/// exactly the lists that bucketing the tile's pairs by κ gives (`SparseConv::tile`), so the
+/// bits are the same.
 struct DirectTiles<'a, 'x> {
     conv: &'a SparseConv,
-    sc: Scratch<'x>,
     input: &'x Window<'x>,
     dst: &'a mut [f32],
     k: &'a Kernels,
+    /// Output rows per tile.
+    tile_n: usize,
+    /// Per κ, the input rows of the current tile's pairs and their output row offsets.
+    xs: Vec<Vec<&'x [f32]>>,
+    offs: Vec<Vec<usize>>,
     /// Output points in `dst`.
     total: usize,
     /// Points of the current tile so far.
     o: usize,
     /// The current tile's first point.
     first: usize,
+    /// The current point's lowest κ so far (`u32::MAX`: no pair yet) and its entry in
+    /// that κ's lists.
+    lowest: (u32, usize),
     /// Pairs so far.
     pairs: u64,
 }
 
-impl PairSink for DirectTiles<'_, '_> {
+impl<'a, 'x> DirectTiles<'a, 'x> {
+    fn new(
+        conv: &'a SparseConv,
+        input: &'x Window<'x>,
+        dst: &'a mut [f32],
+        k: &'a Kernels,
+    ) -> Self {
+        let (volume, tile_n) = (conv.reach.geom.volume(), tile_rows(conv.cout));
+        Self {
+            conv,
+            input,
+            total: dst.len() / conv.cout,
+            dst,
+            k,
+            tile_n,
+            xs: (0..volume).map(|_| Vec::with_capacity(tile_n)).collect(),
+            offs: (0..volume).map(|_| Vec::with_capacity(tile_n)).collect(),
+            o: 0,
+            first: 0,
+            lowest: (u32::MAX, 0),
+            pairs: 0,
+        }
+    }
+
+    /// Computes the current tile from its row lists, κ ascending, then bias and ReLU.
+    fn flush(&mut self) {
+        let (conv, cout) = (self.conv, self.conv.cout);
+        let tile = &mut self.dst[self.first * cout..(self.first + self.o) * cout];
+        for (kappa, (xs, offs)) in self.xs.iter_mut().zip(&mut self.offs).enumerate() {
+            if xs.is_empty() {
+                continue;
+            }
+            (self.k.gemm)(GemmArgs {
+                xs: xs.as_slice(),
+                w: &conv.weights[kappa * conv.cin * cout..][..conv.cin * cout],
+                cout,
+                dst: tile,
+                offs: offs.as_slice(),
+            });
+            xs.clear();
+            offs.clear();
+        }
+        conv.epilogue(tile, self.k);
+        self.first += self.o;
+        self.o = 0;
+    }
+}
+
+impl<'x> PairSink for DirectTiles<'_, 'x> {
     #[inline]
     fn pair(&mut self, kappa: u32, q: u32) {
-        let id = self.input.ids[q as usize];
+        let input = self.input;
+        let row = input.row(input.ids[q as usize]);
         // The tile's gemm reads the row once the tile's last point is found.
-        prefetch_row(self.input.row(id));
-        self.sc.buckets[kappa as usize].push((self.o as u32, id, u32::MAX));
+        prefetch_row(row);
+        let list = kappa as usize;
+        self.xs[list].push(row);
+        self.offs[list].push(self.o * self.conv.cout);
+        if kappa < self.lowest.0 {
+            self.lowest = (kappa, self.offs[list].len() - 1);
+        }
         self.pairs += 1;
     }
 
     #[inline]
     fn end_point(&mut self) {
+        let cout = self.conv.cout;
+        match self.lowest {
+            (u32::MAX, _) => {
+                let at = (self.first + self.o) * cout;
+                self.dst[at..at + cout].fill(0.0); // no neighbour
+            }
+            (kappa, i) => self.offs[kappa as usize][i] |= FRESH,
+        }
+        self.lowest = (u32::MAX, 0);
         self.o += 1;
-        if self.o == self.sc.tile_n || self.first + self.o == self.total {
-            let cout = self.conv.cout;
-            let tile = &mut self.dst[self.first * cout..(self.first + self.o) * cout];
-            self.conv
-                .tile(&mut self.sc, tile, self.input, None, &[], self.k);
-            self.first += self.o;
-            self.o = 0;
+        if self.o == self.tile_n || self.first + self.o == self.total {
+            self.flush();
         }
     }
 }
@@ -365,6 +423,11 @@ impl SparseConv {
                 row.fill(0.0); // no neighbour
             }
         }
+        self.epilogue(tile, k);
+    }
+
+    /// Bias and the fused ReLU over a tile's rows.
+    fn epilogue(&self, tile: &mut [f32], k: &Kernels) {
         if let Some(b) = &self.bias {
             (k.bias)(tile, b);
         }
