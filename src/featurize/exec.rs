@@ -9,7 +9,9 @@
 //! layers while still in cache. Once the last reader of a value has caught up, that value's
 //! window is cut down to the rows a later band will still read (its halo). Global average
 //! pools sum each value's rows as they are computed (`tree_sum`). After the last band the
-//! pooled means and the dense steps give the output.
+//! pooled means and the dense steps give the output. A large pattern is cut into slabs of
+//! rows first (`slabs`), each streamed by its own run on its own thread; their pooled sums
+//! are joined before the dense steps ([`finish_slabs`]).
 //!
 //! A stencil step runs in two parallel phases over tasks of whole output rows (`rulebook`):
 //! phase A finds every output point's neighbours and its job (`jobs`); the output table is
@@ -23,6 +25,7 @@ use std::time::Instant;
 use super::coords::Coords;
 use super::memory::{BufferPool, Memory};
 use super::plan::{Plan, CHUNK_BYTES};
+use super::slabs::Slab;
 use super::tree_sum::TreeSum;
 use super::window::Window;
 use crate::error::{Error, Result};
@@ -92,6 +95,10 @@ pub(crate) struct Run<'a, 'm> {
     pub(super) sums: Vec<Option<TreeSum>>,
     /// Per slot: points produced so far.
     pub(super) points: Vec<u64>,
+    /// Per slot: points produced so far in the rows this run pools.
+    pub(super) pooled_points: Vec<u64>,
+    /// The rows this run pools and the rows it is fed.
+    pub(super) slab: Slab,
     /// Per stencil step: positive while keys are looked up, negative for the number of
     /// bands left without (after a band whose keys hardly repeated).
     pub(super) share: Vec<i32>,
@@ -164,6 +171,8 @@ impl<'a, 'm> Run<'a, 'm> {
                 .map(|s| plan.pooled[s].then(|| TreeSum::new(plan.channels(s), 0)))
                 .collect(),
             points: vec![0; n],
+            pooled_points: vec![0; n],
+            slab: Slab::whole(pattern),
             times: vec![(0.0, 0, 0); plan.stencils.len()],
             phases: vec![[0.0; 6]; plan.stencils.len()],
             stats: FeaturizeStats::default(),
@@ -171,22 +180,62 @@ impl<'a, 'm> Run<'a, 'm> {
         }
     }
 
+    /// This run fed and pooling only the rows of `slab` (see `slabs`).
+    pub fn in_slab(mut self, slab: Slab) -> Self {
+        for (s, sum) in self.sums.iter_mut().enumerate() {
+            if let Some(sum) = sum {
+                let t = self.plan.stride(s).max(1) as i64;
+                *sum = TreeSum::new(self.plan.channels(s), (slab.lo / t) as u64);
+            }
+        }
+        self.slab = slab;
+        self
+    }
+
     /// Runs every band and the dense steps; returns the output and the run's figures.
     pub fn run(mut self, band_entries: usize) -> Result<(Vec<f32>, FeaturizeStats)> {
+        self.run_bands(band_entries)?;
+        let stats = std::mem::take(&mut self.stats);
+        let (plan, k) = (self.plan, self.k);
+        trace(&stats, k);
+        let (sums, points) = self.pooled();
+        let out = finish(plan, k, sums, &points)?;
+        Ok((out, stats))
+    }
+
+    /// Runs every band of a slab; returns its pooled sums, its pooled points per slot and
+    /// its figures, for [`finish`] once every slab is done.
+    pub fn run_slab(mut self, band_entries: usize) -> Result<SlabSums> {
+        self.run_bands(band_entries)?;
+        let stats = std::mem::take(&mut self.stats);
+        let (sums, points) = self.pooled();
+        Ok(SlabSums {
+            sums,
+            points,
+            stats,
+        })
+    }
+
+    /// Streams the slab's rows through the stencil steps, band by band, and gathers the
+    /// run's figures.
+    fn run_bands(&mut self, band_entries: usize) -> Result<()> {
         let p = self.pattern;
         // Bands are cut over the non-empty rows (the pattern stores only those), so walking
         // the matrix costs its entries, not its row count.
         let rows = p.nonempty_rows();
         let starts = p.row_starts();
+        let (feed_lo, feed_hi) = self.slab.feed;
+        let first = rows.partition_point(|&r| (r as usize) < feed_lo);
+        let end = rows.partition_point(|&r| (r as usize) < feed_hi);
         self.stats.band_entries = band_entries;
-        let (mut r0, mut i0) = (0, 0);
+        let (mut r0, mut i0) = (feed_lo, first);
         loop {
             // Whole rows with about `band_entries` entries (at least one non-empty row); the
             // band ends where the next non-empty row starts.
             let target = starts[i0].saturating_add(band_entries.max(1));
-            let i1 = (i0 + starts[i0..].partition_point(|&e| e < target).max(1)).min(rows.len());
-            let last = i1 >= rows.len();
-            let r1 = if last { p.nrows() } else { rows[i1] as usize };
+            let i1 = (i0 + starts[i0..end].partition_point(|&e| e < target).max(1)).min(end);
+            let last = i1 >= end;
+            let r1 = if last { feed_hi } else { rows[i1] as usize };
             self.feed(r0..r1, last)?;
             self.run_steps()?;
             self.stats.bands += 1;
@@ -195,41 +244,9 @@ impl<'a, 'm> Run<'a, 'm> {
             }
             (r0, i0) = (r1, i1);
         }
-        if log::log_enabled!(log::Level::Trace) {
-            log::trace!(
-                "featurizer run: {} bands of {} entries, SIMD level {}",
-                self.stats.bands,
-                self.stats.band_entries,
-                self.k.level
-            );
-            for ((st, &(t, rows, pairs)), ph) in
-                self.plan.stencils.iter().zip(&self.times).zip(&self.phases)
-            {
-                let p = ph.map(|t| t * 1e3);
-                log::trace!(
-                    "featurizer step '{}' ({}): {:.3} ms, {} points, {} rows computed, {} pairs; \
-                     ms in coordinates {:.1}, jobs {:.1}, tables {:.1}, rows and sums {:.1}, \
-                     windows {:.1}, halos {:.1}",
-                    st.name,
-                    st.op.op_type(),
-                    t * 1e3,
-                    self.points[st.output],
-                    rows,
-                    pairs,
-                    p[0],
-                    p[1],
-                    p[2],
-                    p[3],
-                    p[4],
-                    p[5]
-                );
-            }
-        }
         self.stats.peak_bytes = self.mem.peak();
         self.stats.steps = self.step_stats();
-        let stats = std::mem::take(&mut self.stats);
-        let out = self.finish()?;
-        Ok((out, stats))
+        Ok(())
     }
 
     /// The per-step figures gathered so far.
@@ -240,7 +257,7 @@ impl<'a, 'm> Run<'a, 'm> {
                 name: st.name.clone(),
                 op_type: st.op.op_type().to_string(),
                 seconds,
-                points: self.points[st.output],
+                points: self.pooled_points[st.output],
                 rows_computed: rows,
                 pairs,
                 phases,
@@ -302,10 +319,13 @@ impl<'a, 'm> Run<'a, 'm> {
         let charge = self
             .mem
             .charge(bytes, "graph input", "the pattern rows of a band")?;
+        let slab = self.slab;
+        let pooled = new.rows_between(slab.lo, slab.hi);
         if let Some(sum) = &mut self.sums[slot] {
-            let mut part = TreeSum::new(1, new.rows.first().map_or(0, |&r| u64::from(r)));
-            for (i, &r) in new.rows.iter().enumerate() {
-                let acc = part.push_leaf(u64::from(r), self.k);
+            let first = new.rows.get(pooled.start).map_or(0, |&r| u64::from(r));
+            let mut part = TreeSum::new(1, first);
+            for i in pooled.clone() {
+                let acc = part.push_leaf(u64::from(new.rows[i]), self.k);
                 for p in new.row_range(i) {
                     (self.k.sum_f64)(acc, &[1.0], p == new.row_start[i]);
                 }
@@ -313,6 +333,7 @@ impl<'a, 'm> Run<'a, 'm> {
             sum.extend(&part, self.k);
         }
         self.points[slot] += new.len() as u64;
+        self.pooled_points[slot] += new.points_of(pooled).len() as u64;
         w.ids.resize(w.ids.len() + new.len(), 0);
         w.coords.append(&new);
         if w.table.is_empty() {
@@ -348,38 +369,137 @@ impl<'a, 'm> Run<'a, 'm> {
         Ok(())
     }
 
-    /// The pooled means, the dense steps, and the graph output.
-    fn finish(mut self) -> Result<Vec<f32>> {
-        let mut dense: Vec<Option<Vec<f32>>> = vec![None; self.plan.types.len()];
-        for &(x, y) in &self.plan.pools {
-            let n = self.points[x];
-            let c = self.plan.channels(x);
-            let sum = self.sums[x].take().unwrap_or_else(|| TreeSum::new(c, 0));
-            let total = sum.total(self.k);
-            let mean = if n == 0 {
-                vec![0.0; c]
-            } else {
-                total.iter().map(|t| (t / n as f64) as f32).collect()
-            };
-            self.sums[x] = Some(sum);
-            dense[y] = Some(mean);
-        }
-        for step in &self.plan.dense {
-            let inputs: Option<Vec<&[f32]>> =
-                step.inputs.iter().map(|&s| dense[s].as_deref()).collect();
-            let inputs =
-                inputs.ok_or_else(|| Error::featurize("graph", "internal: dense input missing"))?;
-            dense[step.output] = Some(step.op.run(&inputs));
-        }
+    /// The pooled sums and pooled points of every slot; releases the windows.
+    fn pooled(self) -> (Vec<Option<TreeSum>>, Vec<u64>) {
         for w in self.windows.into_iter().flatten() {
             w.release(self.pool);
         }
-        match dense[self.plan.output_slot].take() {
-            Some(v) if v.len() == self.plan.output_dim => Ok(v),
-            _ => Err(Error::featurize(
-                "graph",
-                "internal: output value missing or mis-sized",
-            )),
+        (self.sums, self.pooled_points)
+    }
+}
+
+/// What a slab run hands back (see [`Run::run_slab`]).
+pub(crate) struct SlabSums {
+    /// Per slot, its pooled sum over the slab's rows.
+    pub sums: Vec<Option<TreeSum>>,
+    /// Per slot, its points in the slab's rows.
+    pub points: Vec<u64>,
+    /// The slab run's figures.
+    pub stats: FeaturizeStats,
+}
+
+/// Joins the slabs' sums (in row order) and figures, and computes the output.
+pub(crate) fn finish_slabs(
+    plan: &Plan,
+    k: &'static Kernels,
+    slabs: Vec<SlabSums>,
+) -> Result<(Vec<f32>, FeaturizeStats)> {
+    let mut all = slabs.into_iter();
+    let Some(mut first) = all.next() else {
+        return Err(Error::featurize("graph", "internal: no slab ran"));
+    };
+    for slab in all {
+        for (total, part) in first.sums.iter_mut().zip(&slab.sums) {
+            if let (Some(total), Some(part)) = (total, part) {
+                total.extend(part, k);
+            }
         }
+        for (total, part) in first.points.iter_mut().zip(&slab.points) {
+            *total += part;
+        }
+        first.stats.join(&slab.stats);
+    }
+    trace(&first.stats, k);
+    let out = finish(plan, k, first.sums, &first.points)?;
+    Ok((out, first.stats))
+}
+
+impl FeaturizeStats {
+    /// Adds another slab run's figures (the peak is the shared budget's, taken last).
+    fn join(&mut self, other: &FeaturizeStats) {
+        self.peak_bytes = self.peak_bytes.max(other.peak_bytes);
+        self.bands += other.bands;
+        self.dense_macs += other.dense_macs;
+        self.rows_computed += other.rows_computed;
+        self.points += other.points;
+        for (a, b) in self.steps.iter_mut().zip(&other.steps) {
+            a.seconds += b.seconds;
+            a.points += b.points;
+            a.rows_computed += b.rows_computed;
+            a.pairs += b.pairs;
+            for (x, y) in a.phases.iter_mut().zip(b.phases) {
+                *x += y;
+            }
+        }
+    }
+}
+
+/// The pooled means (`sums` over `points` per slot), the dense steps, and the graph output.
+fn finish(
+    plan: &Plan,
+    k: &'static Kernels,
+    mut sums: Vec<Option<TreeSum>>,
+    points: &[u64],
+) -> Result<Vec<f32>> {
+    let mut dense: Vec<Option<Vec<f32>>> = vec![None; plan.types.len()];
+    for &(x, y) in &plan.pools {
+        let n = points[x];
+        let c = plan.channels(x);
+        let sum = sums[x].take().unwrap_or_else(|| TreeSum::new(c, 0));
+        let total = sum.total(k);
+        let mean = if n == 0 {
+            vec![0.0; c]
+        } else {
+            total.iter().map(|t| (t / n as f64) as f32).collect()
+        };
+        sums[x] = Some(sum);
+        dense[y] = Some(mean);
+    }
+    for step in &plan.dense {
+        let inputs: Option<Vec<&[f32]>> =
+            step.inputs.iter().map(|&s| dense[s].as_deref()).collect();
+        let inputs =
+            inputs.ok_or_else(|| Error::featurize("graph", "internal: dense input missing"))?;
+        dense[step.output] = Some(step.op.run(&inputs));
+    }
+    match dense[plan.output_slot].take() {
+        Some(v) if v.len() == plan.output_dim => Ok(v),
+        _ => Err(Error::featurize(
+            "graph",
+            "internal: output value missing or mis-sized",
+        )),
+    }
+}
+
+/// Logs a run's figures per step (`log::trace!`).
+fn trace(stats: &FeaturizeStats, k: &Kernels) {
+    if !log::log_enabled!(log::Level::Trace) {
+        return;
+    }
+    log::trace!(
+        "featurizer run: {} bands of {} entries, SIMD level {}",
+        stats.bands,
+        stats.band_entries,
+        k.level
+    );
+    for st in &stats.steps {
+        let p = st.phases.map(|t| t * 1e3);
+        log::trace!(
+            "featurizer step '{}' ({}): {:.3} ms, {} points, {} rows computed, {} pairs; \
+             ms in coordinates {:.1}, jobs {:.1}, tables {:.1}, rows and sums {:.1}, \
+             windows {:.1}, halos {:.1}",
+            st.name,
+            st.op_type,
+            st.seconds * 1e3,
+            st.points,
+            st.rows_computed,
+            st.pairs,
+            p[0],
+            p[1],
+            p[2],
+            p[3],
+            p[4],
+            p[5]
+        );
     }
 }

@@ -2,9 +2,12 @@
 
 use std::sync::Arc;
 
-use super::exec::{FeaturizeStats, Run};
+use rayon::prelude::*;
+
+use super::exec::{finish_slabs, FeaturizeStats, Run};
 use super::memory::{BufferPool, Memory};
 use super::plan::{Plan, CHUNK_BYTES};
+use super::slabs::{self, SLAB_MIN_ENTRIES};
 use super::spec::GraphSpec;
 use super::{passes, validate};
 use crate::error::{Error, Result};
@@ -30,9 +33,10 @@ pub struct FeaturizeOptions {
     /// [`ErrorKind::Featurize`](crate::ErrorKind::Featurize) instead of exhausting the host.
     /// Default [`DEFAULT_MEMORY_BUDGET`](Self::DEFAULT_MEMORY_BUDGET); `usize::MAX` disables it.
     pub memory_budget: usize,
-    /// Pattern entries per row band. `None` picks about 32 MiB of features of the widest
-    /// layer per band (16 Ki to 256 Ki entries); `Some(usize::MAX)` runs the whole pattern
-    /// as one band. Results do not depend on it. `Some(0)` is an error.
+    /// Pattern entries per row band (of each slab, see [`FeaturizerGraph`]'s `# Threads`).
+    /// `None` picks about 32 MiB of features of the widest layer per band (16 Ki to 256 Ki
+    /// entries); `Some(usize::MAX)` runs the whole pattern (each slab) as one band. Results
+    /// do not depend on it. `Some(0)` is an error.
     pub band_entries: Option<usize>,
 }
 
@@ -52,6 +56,24 @@ impl Default for FeaturizeOptions {
     }
 }
 
+/// Sizes of the executor's work that tests shrink (results never depend on them).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunKnobs {
+    /// Bytes of output rows per direct-path call of a step.
+    pub chunk_bytes: usize,
+    /// Fewest pattern entries per slab (`slabs::SLAB_MIN_ENTRIES`).
+    pub slab_min_entries: usize,
+}
+
+impl Default for RunKnobs {
+    fn default() -> Self {
+        Self {
+            chunk_bytes: CHUNK_BYTES,
+            slab_min_entries: SLAB_MIN_ENTRIES,
+        }
+    }
+}
+
 /// A validated featurizer graph: typed nodes with their weights as plain arrays, and the
 /// plan that runs them.
 ///
@@ -66,8 +88,9 @@ impl Default for FeaturizeOptions {
 ///
 /// A run streams the pattern through the whole layer stack in bands of rows (see
 /// [`FeaturizeOptions::band_entries`]), keeping of each layer only the rows later bands
-/// still read, so its memory depends on the band size and the matrix width, not on the
-/// number of entries; it is charged against [`FeaturizeOptions::memory_budget`].
+/// still read, so its memory depends on the band size, the matrix width and the number of
+/// slabs run at once (see `# Threads`), not on the number of entries; it is charged against
+/// [`FeaturizeOptions::memory_budget`].
 ///
 /// # Determinism
 ///
@@ -91,6 +114,15 @@ impl Default for FeaturizeOptions {
 /// once; that changes the work, not the values.
 ///
 /// # Threads
+///
+/// A run uses the threads of its rayon pool (see [`FeaturizeOptions::threads`]) two ways. A
+/// pattern of at least 1 Mi entries per thread is cut into *slabs*, up to one range of rows
+/// per thread, of about equal entries, which run side by side, each streaming its rows (and
+/// the margin rows its rows depend on, recomputed by both neighbours) through the whole
+/// layer stack; their pooled sums are joined at the end. Within a run, every band step
+/// splits its work into parallel tasks. Slabs meet once; tasks meet at every step. Each
+/// slab's run holds its own band windows, so a run cut into `s` slabs holds up to `s` times
+/// the memory of one (all of it charged to the one budget).
 ///
 /// `Send + Sync`, shared by reference across threads; `run` takes `&self`. The graph is
 /// immutable after construction except for a pool of released feature tables (behind a
@@ -155,16 +187,16 @@ impl FeaturizerGraph {
         pattern: &CsrPattern,
         opts: &FeaturizeOptions,
     ) -> Result<(Vec<f32>, FeaturizeStats)> {
-        self.run_chunked(pattern, opts, CHUNK_BYTES)
+        self.run_tuned(pattern, opts, RunKnobs::default())
     }
 
-    /// [`run_with_stats`](Self::run_with_stats) with `chunk_bytes` of output rows per
-    /// direct-path call of a step (tests shrink it to split every step).
-    pub(crate) fn run_chunked(
+    /// [`run_with_stats`](Self::run_with_stats) with the executor's sizes set by `knobs`
+    /// (tests shrink them to split every step, or every matrix into slabs).
+    pub(crate) fn run_tuned(
         &self,
         pattern: &CsrPattern,
         opts: &FeaturizeOptions,
-        chunk_bytes: usize,
+        knobs: RunKnobs,
     ) -> Result<(Vec<f32>, FeaturizeStats)> {
         if pattern.nnz() >= u32::MAX as usize {
             return Err(Error::invalid_argument(format!(
@@ -179,10 +211,7 @@ impl FeaturizerGraph {
         let kernels = Kernels::for_level(opts.simd.require()?);
         let band = opts.band_entries.unwrap_or_else(|| self.plan.auto_band());
         let go = || {
-            let mem = Memory::new(opts.memory_budget);
-            let mut run = Run::new(&self.plan, pattern, kernels, &self.pool, &mem);
-            run.chunk_bytes = chunk_bytes;
-            let result = run.run(band);
+            let result = self.run_slabs(pattern, opts, kernels, band, knobs);
             self.pool.trim();
             result
         };
@@ -193,6 +222,42 @@ impl FeaturizerGraph {
                 Error::invalid_argument(format!("cannot start {n} featurizer threads: {e}"))
             })?,
         }
+    }
+
+    /// Runs the pattern as one run, or cut into slabs run side by side on the current
+    /// rayon pool's threads (see `slabs`).
+    fn run_slabs(
+        &self,
+        pattern: &CsrPattern,
+        opts: &FeaturizeOptions,
+        kernels: &'static Kernels,
+        band: usize,
+        knobs: RunKnobs,
+    ) -> Result<(Vec<f32>, FeaturizeStats)> {
+        let mem = Memory::new(opts.memory_budget);
+        let threads = rayon::current_num_threads();
+        let slabs = slabs::split(&self.plan, pattern, threads, knobs.slab_min_entries);
+        let run = |slab| {
+            let mut run = Run::new(&self.plan, pattern, kernels, &self.pool, &mem).in_slab(slab);
+            run.chunk_bytes = knobs.chunk_bytes;
+            run
+        };
+        if let [slab] = slabs[..] {
+            return run(slab).run(band);
+        }
+        // One task per slab, so each thread takes a slab of its own.
+        let parts: Result<Vec<_>> = slabs
+            .into_par_iter()
+            .with_max_len(1)
+            .map(|slab| run(slab).run_slab(band))
+            .collect();
+        finish_slabs(&self.plan, kernels, parts?)
+    }
+
+    /// The execution plan.
+    #[cfg(test)]
+    pub(crate) fn plan(&self) -> &Plan {
+        &self.plan
     }
 
     /// Bytes held by the buffer pool.

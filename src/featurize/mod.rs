@@ -14,7 +14,8 @@
 //! fusion); `plan` fixes the order of the steps, which step is the last reader of each value,
 //! and the band size. Running it is the `exec` module: the pattern streams through the whole
 //! layer stack in bands of rows, and each stencil step (`step`) computes the output rows that
-//! have become final, keeping of every value only the rows later bands still read (`window`).
+//! have become final, keeping of every value only the rows later bands still read (`window`);
+//! a large pattern is first cut into slabs of rows run side by side (`slabs`).
 //! Points whose receptive fields repeat share one output row (`jobs`, merged band-wide in
 //! `band`); keys of the pattern itself are neighbour masks read from bitmaps (`masks`). Pooled
 //! sums use a fixed tree over the rows (`tree_sum`), and all memory is charged against a
@@ -75,6 +76,7 @@ mod ops;
 mod passes;
 mod plan;
 mod rulebook;
+mod slabs;
 pub mod spec;
 mod step;
 #[cfg(test)]

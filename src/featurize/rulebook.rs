@@ -146,6 +146,26 @@ pub(crate) fn grain(points: usize) -> usize {
     }
 }
 
+/// The number of `(output point, neighbour)` pairs of the output rows `rows` of `out` over
+/// `input`.
+pub(crate) fn count_pairs(
+    input: &Coords,
+    out: &Coords,
+    rows: std::ops::Range<usize>,
+    geom: &Geometry,
+    level: SimdLevel,
+) -> u64 {
+    let mut nb = Neighbours::new(input, geom, level);
+    let mut pairs = 0u64;
+    for ri in rows {
+        nb.start_row(out.rows[ri]);
+        nb.each_point(&out.cols[out.row_range(ri)], |_, list| {
+            pairs += list.len() as u64
+        });
+    }
+    pairs
+}
+
 /// Output points whose neighbours [`Neighbours::each_point`] finds per vector search call.
 const SEARCH_CHUNK: usize = 256;
 

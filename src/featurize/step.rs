@@ -22,7 +22,10 @@ use super::jobs::{expand_masks, task_jobs, Phase};
 use super::masks::MaskGeometry;
 use super::memory::Charge;
 use super::ops::{Part, RowProducts, Stencil};
-use super::rulebook::{grain, searches_in_blocks, task_points, tasks, SERIAL_POINTS, TASK_POINTS};
+use super::rulebook::{
+    count_pairs, grain, searches_in_blocks, task_points, tasks, SERIAL_POINTS, TASK_POINTS,
+};
+use super::slabs::Slab;
 use super::tree_sum::TreeSum;
 use super::window::Window;
 use crate::error::Result;
@@ -57,19 +60,26 @@ fn align_up(v: i64, t: i64) -> i64 {
 }
 
 /// The pooled-sum partials of the points of task `rows` whose rows (in point order) are
-/// `ids` of `table`.
+/// `ids` of `table`, over the rows `slab` pools.
 fn task_sums(
     out: &Coords,
     rows: std::ops::Range<usize>,
     table: &[f32],
     ids: &[u32],
-    c: usize,
-    t: u64,
+    (c, t): (usize, u64),
+    slab: &Slab,
     k: &Kernels,
 ) -> TreeSum {
-    let mut sum = TreeSum::new(c, u64::from(out.rows[rows.start]) / t);
     let base = out.row_start[rows.start];
+    let first = out.rows[rows.clone()]
+        .iter()
+        .find(|&&r| slab.pools(r))
+        .map_or(0, |&r| u64::from(r) / t);
+    let mut sum = TreeSum::new(c, first);
     for ri in rows {
+        if !slab.pools(out.rows[ri]) {
+            continue;
+        }
         let acc = sum.push_leaf(u64::from(out.rows[ri]) / t, k);
         let pts = out.row_range(ri);
         (k.sum_rows_f64)(acc, table, &ids[pts.start - base..pts.end - base]);
@@ -184,6 +194,10 @@ impl<'m> Run<'_, 'm> {
             self.mem
                 .charge(out.bytes(), node, "the output coordinates of a band")?;
         self.phases[si][0] += started.elapsed().as_secs_f64();
+        let pooled_points = out
+            .points_of(out.rows_between(self.slab.lo, self.slab.hi))
+            .len();
+        let unpooled_pairs = self.unpooled_pairs(x, &out, op);
         let halo = self.take(y_slot)?;
         let (window, sums) = if shared {
             self.shared_rows(si, x, out, halo)?
@@ -202,7 +216,9 @@ impl<'m> Run<'_, 'm> {
             }
         }
         self.points[y_slot] += points as u64;
-        self.stats.points += points as u64;
+        self.pooled_points[y_slot] += pooled_points as u64;
+        self.stats.points += pooled_points as u64;
+        self.stats.dense_macs -= unpooled_pairs * op.macs_per_pair();
         self.windows[y_slot] = Some(window);
         Ok(())
     }
@@ -298,6 +314,7 @@ impl<'m> Run<'_, 'm> {
             rest = tail;
         }
         let (k, t_y, pooled) = (self.k, plan.stride(step.output), plan.pooled[step.output]);
+        let slab = &self.slab;
         let g = grain(out.len());
         let parts: Vec<(u64, Option<TreeSum>)> = tasks
             .par_iter()
@@ -307,7 +324,7 @@ impl<'m> Run<'_, 'm> {
                 let pairs = op.compute_direct(x, out, rows.clone(), dst, k);
                 let sums = pooled.then(|| {
                     let ids: Vec<u32> = (0..dst.len() / c.max(1)).map(|i| i as u32).collect();
-                    task_sums(out, rows.clone(), dst, &ids, c, t_y, k)
+                    task_sums(out, rows.clone(), dst, &ids, (c, t_y), slab, k)
                 });
                 (pairs, sums)
             })
@@ -325,6 +342,20 @@ impl<'m> Run<'_, 'm> {
             charge,
         );
         Ok((window, parts.into_iter().filter_map(|p| p.1).collect()))
+    }
+
+    /// The neighbour pairs of the output rows of `out` that this run computes but does not
+    /// pool (a slab's margins), which [`count`](Self::count) counted: the dense-counted
+    /// figures cover each row of the matrix once, however it is cut into slabs.
+    fn unpooled_pairs(&self, x: &Window<'_>, out: &Coords, op: &dyn Stencil) -> u64 {
+        if self.slab.is_whole() || op.macs_per_pair() == 0 {
+            return 0;
+        }
+        let pooled = out.rows_between(self.slab.lo, self.slab.hi);
+        let geom = &op.reach().geom;
+        let level = self.k.level;
+        count_pairs(&x.coords, out, 0..pooled.start, geom, level)
+            + count_pairs(&x.coords, out, pooled.end..out.rows.len(), geom, level)
     }
 
     /// Records a band step's figures.
@@ -361,6 +392,7 @@ impl<'m> Run<'_, 'm> {
             c: op.cout(),
             g: grain(out.len()),
             k: self.k,
+            slab: self.slab,
         };
         let (mut band, figures, _band_charge) = self.band_jobs(&s, &tasks)?;
         self.pause_lookups(&s, &figures, band.rows);
@@ -558,6 +590,8 @@ struct SharedStep<'s, 'm> {
     /// The parallel loops' `with_min_len` (see `rulebook::grain`).
     g: usize,
     k: &'static Kernels,
+    /// The rows the run pools.
+    slab: Slab,
 }
 
 /// What phase A found: neighbour pairs over all points, points whose jobs are keyed, and
@@ -652,6 +686,6 @@ fn pooled_sums(
         .par_iter()
         .zip(tasks)
         .with_min_len(s.g)
-        .map(|(ids, rows)| task_sums(out, rows.clone(), table, ids, c, t_y, k))
+        .map(|(ids, rows)| task_sums(out, rows.clone(), table, ids, (c, t_y), &s.slab, k))
         .collect()
 }

@@ -2,6 +2,7 @@
 //! the memory bound of streaming, the memory budget, and the buffer pool.
 
 use super::*;
+use crate::featurize::graph::RunKnobs;
 use crate::featurize::memory::BufferPool;
 use crate::ErrorKind;
 
@@ -87,13 +88,65 @@ fn chunked_steps_are_bit_identical() {
                         band_entries: band,
                         ..Default::default()
                     };
-                    let (got, _) = g.run_chunked(&p, &o, chunk_points * 4 * c).expect("runs");
+                    let knobs = RunKnobs {
+                        chunk_bytes: chunk_points * 4 * c,
+                        ..RunKnobs::default()
+                    };
+                    let (got, _) = g.run_tuned(&p, &o, knobs).expect("runs");
                     assert_eq!(
                         bits(&got),
                         want,
                         "{name}: chunks of {chunk_points} points, band {band:?}, {threads} threads"
                     );
                 }
+            }
+        }
+    }
+}
+
+/// Patterns cut into slabs (side-by-side runs over row ranges, see `slabs`) give the
+/// single run's bits and dense-counted figures, for 2 to 5 slabs, any band size, on the WACO
+/// and DASH shapes; the slabs' margins are recomputed, not pooled twice.
+#[test]
+fn slabs_are_bit_identical() {
+    let cases = [
+        ("waco rmat", waco_like(16, 5, 9), rmat(12, 30_000, 8)),
+        (
+            "waco uniform",
+            waco_like(8, 4, 4),
+            random_pattern(3000, 6, 7),
+        ),
+        (
+            "dash",
+            dash_like(&[8, 16, 16, 24, 24, 32, 32], 5),
+            random_pattern(1200, 12, 4),
+        ),
+    ];
+    for (name, spec, p) in cases {
+        let g = FeaturizerGraph::from_spec(&spec).expect("valid");
+        let one = FeaturizeOptions {
+            threads: Some(1),
+            ..Default::default()
+        };
+        let (want, w) = g.run_with_stats(&p, &one).expect("runs");
+        for threads in [2, 3, 5] {
+            for band in [None, Some(300)] {
+                let o = FeaturizeOptions {
+                    threads: Some(threads),
+                    band_entries: band,
+                    ..Default::default()
+                };
+                let knobs = RunKnobs {
+                    slab_min_entries: 1000,
+                    ..RunKnobs::default()
+                };
+                let slabs = crate::featurize::slabs::split(g.plan(), &p, threads, 1000);
+                assert!(slabs.len() >= 2, "{name}: {threads} threads must cut slabs");
+                let (got, s) = g.run_tuned(&p, &o, knobs).expect("runs");
+                let what = format!("{name}: {} slabs, band {band:?}", slabs.len());
+                assert_eq!(bits(&got), bits(&want), "{what}");
+                assert_eq!(s.dense_macs, w.dense_macs, "{what}");
+                assert_eq!(s.points, w.points, "{what}");
             }
         }
     }
