@@ -13,7 +13,8 @@
 //! - `real`: the WACO SpMM bundle on the 11 real matrices of `../shared/data/waco/matrices`.
 //! - `corpus`: the WACO SpMM bundle on the generated corpus (`target/corpus`).
 //! - `phases`: the WACO SpMM bundle on kim1, pf2177, R-MAT 10 M and uniform 10 M, one table
-//!   per matrix of each layer's time by phase (`FeaturizeStats::steps`); the kinds of work
+//!   per matrix of each layer's time by phase (`FeaturizeStats::steps`; summed over the
+//!   slabs when the run is cut into slabs, as the 10 M inputs are on 2 threads); the kinds of work
 //!   across phases (maps, products, pooling, buffers) come from `scripts/featurize-profile.sh`.
 //! - `dash`: the full-size COGNATE bundle (`models/cognate-full`) on pf2177, kim1 and the
 //!   R-MAT corpus matrices.
@@ -431,11 +432,12 @@ impl Bench {
             let (t2, _, stats) = time_rust(&g, &p, 2)?;
             let gmac = stats.dense_macs as f64 / 1e9;
             println!(
-                "### {} ({} nnz): {:.1} ms, {:.0} % of sgemm\n",
+                "### {} ({} nnz): {:.1} ms, {:.0} % of sgemm, {} slab(s)\n",
                 path.file_stem().and_then(|s| s.to_str()).unwrap_or("?"),
                 p.nnz(),
                 t2 * 1e3,
-                100.0 * gmac / t2 / self.peak
+                100.0 * gmac / t2 / self.peak,
+                stats.slabs
             );
             print_phases(&stats);
         }
@@ -478,7 +480,8 @@ const PHASES: [&str; 6] = [
     "halos",
 ];
 
-/// A layer-by-phase table (ms) with each column's share of the stencil steps' time.
+/// A layer-by-phase table (ms) with each column's share of the stencil steps' time (summed
+/// over the slabs when the run was cut into slabs, so the times are thread time).
 fn print_phases(stats: &FeaturizeStats) {
     println!("| layer | op | points | ms | {} |", PHASES.join(" | "));
     println!("|---|---|---:|---:|{}", "---:|".repeat(PHASES.len()));

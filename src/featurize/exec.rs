@@ -40,8 +40,11 @@ use crate::simd::kernels::Kernels;
 pub struct FeaturizeStats {
     /// Highest featurizer memory in use at once, as charged against the budget (bytes).
     pub peak_bytes: usize,
-    /// Number of row bands.
+    /// Number of row bands (over all slabs).
     pub bands: usize,
+    /// Number of slabs run side by side (1: one run; see `FeaturizerGraph`'s `# Threads`).
+    /// Step times are summed over the slabs.
+    pub slabs: usize,
     /// Pattern entries per band (the target; a band holds at least one whole row).
     pub band_entries: usize,
     /// Multiply-adds a direct evaluation would do: every `(output point, neighbour)` pair
@@ -228,6 +231,7 @@ impl<'a, 'm> Run<'a, 'm> {
         let first = rows.partition_point(|&r| (r as usize) < feed_lo);
         let end = rows.partition_point(|&r| (r as usize) < feed_hi);
         self.stats.band_entries = band_entries;
+        self.stats.slabs = 1;
         let (mut r0, mut i0) = (feed_lo, first);
         loop {
             // Whole rows with about `band_entries` entries (at least one non-empty row); the
@@ -419,6 +423,7 @@ impl FeaturizeStats {
     fn join(&mut self, other: &FeaturizeStats) {
         self.peak_bytes = self.peak_bytes.max(other.peak_bytes);
         self.bands += other.bands;
+        self.slabs += other.slabs;
         self.dense_macs += other.dense_macs;
         self.rows_computed += other.rows_computed;
         self.points += other.points;
@@ -477,7 +482,8 @@ fn trace(stats: &FeaturizeStats, k: &Kernels) {
         return;
     }
     log::trace!(
-        "featurizer run: {} bands of {} entries, SIMD level {}",
+        "featurizer run: {} slab(s), {} bands of {} entries, SIMD level {}",
+        stats.slabs,
         stats.bands,
         stats.band_entries,
         k.level
