@@ -398,6 +398,17 @@ pub(crate) fn finish_slabs(
     k: &'static Kernels,
     slabs: Vec<SlabSums>,
 ) -> Result<(Vec<f32>, FeaturizeStats)> {
+    if log::log_enabled!(log::Level::Trace) {
+        for (i, slab) in slabs.iter().enumerate() {
+            let seconds: f64 = slab.stats.steps.iter().map(|s| s.seconds).sum();
+            log::trace!(
+                "featurizer slab {i}: {:.3} ms in its steps, {} bands, {} points",
+                seconds * 1e3,
+                slab.stats.bands,
+                slab.stats.points
+            );
+        }
+    }
     let mut all = slabs.into_iter();
     let Some(mut first) = all.next() else {
         return Err(Error::featurize("graph", "internal: no slab ran"));

@@ -22,7 +22,8 @@
 //!
 //! where `H_v ≤ (⌈h_v / t_v⌉ + 1) · ⌈W / t_v⌉` points (a halo row holds at most `⌈W / t_v⌉`
 //! points) — a function of the band size and the matrix width, not of the number of
-//! entries. Rows are never split, so `B` is at least the longest pattern row.
+//! entries. Rows are never split, so `B` is at least the longest pattern row. A run cut
+//! into slabs (`slabs`) holds this once per slab, the slabs' runs being side by side.
 
 use std::sync::Arc;
 
