@@ -116,8 +116,9 @@ impl Default for RunKnobs {
 /// # Threads
 ///
 /// A run uses the threads of its rayon pool (see [`FeaturizeOptions::threads`]) two ways. A
-/// pattern of at least 1 Mi entries per thread is cut into *slabs*, up to one range of rows
-/// per thread, of about equal entries, which run side by side, each streaming its rows (and
+/// pattern of at least 2 Mi entries is cut into *slabs*, ranges of rows of about equal
+/// entries (at least 1 Mi each; one per thread, or a few per thread when the layers read
+/// only a few rows around each point), which run side by side, each streaming its rows (and
 /// the margin rows its rows depend on, recomputed by both neighbours) through the whole
 /// layer stack; their pooled sums are joined at the end. Within a run, every band step
 /// splits its work into parallel tasks. Slabs meet once; tasks meet at every step. Each

@@ -1,5 +1,5 @@
 //! Slabs: the pattern's rows cut into a few ranges that independent runs featurize side by
-//! side, one per thread, their pooled sums joined afterwards.
+//! side on the threads, their pooled sums joined afterwards.
 //!
 //! A run's threads otherwise meet at every parallel loop of every band step: hundreds of
 //! short loops per layer, each ending with one thread waiting for the other, plus the serial
@@ -15,7 +15,10 @@
 //!
 //! The margins are recomputed by both neighbouring slabs (WACO's 14 layers on a 2 M-row
 //! matrix: about 8 k rows behind and 16 k ahead, about 1 % of a half), which is why a
-//! matrix is only cut when each slab is many times its margins.
+//! matrix is only cut when each slab is many times its margins. Where margins are narrow
+//! (stride-1 stacks such as DASH's), up to [`SLABS_PER_THREAD`] slabs per thread are cut
+//! and handed to whichever thread is free, which evens out work that is not spread like
+//! the entries (a dense corner of an R-MAT matrix holds most of DASH's distinct rows).
 
 use super::plan::Plan;
 use crate::pattern::CsrPattern;
@@ -26,6 +29,13 @@ pub(crate) const SLAB_MIN_ENTRIES: usize = 1 << 20;
 
 /// Slab rows per margin row at least (the recomputed margins stay a small part of a slab).
 const SLAB_ROWS_PER_MARGIN: usize = 16;
+
+/// Most slabs per thread, when their margins allow.
+const SLABS_PER_THREAD: usize = 4;
+
+/// Slabs beyond one per thread only while all the margins together stay within this share
+/// of the rows.
+const MARGIN_SHARE_PERCENT: u64 = 3;
 
 /// The pattern rows one run pools, and the rows it is fed to compute them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,9 +108,10 @@ fn gcd(a: u64, b: u64) -> u64 {
     }
 }
 
-/// The slabs of `pattern` for `threads` threads: up to one per thread, of about equal
-/// entries, each with at least `min_entries` entries and many times its margins in rows;
-/// a single whole slab when the pattern is too small to cut.
+/// The slabs of `pattern` for `threads` threads: one per thread, or up to
+/// [`SLABS_PER_THREAD`] per thread while the margins stay within [`MARGIN_SHARE_PERCENT`] of
+/// the rows, of about equal entries, each with at least `min_entries` entries and many times
+/// its margins in rows; a single whole slab for one thread or a pattern too small to cut.
 pub(crate) fn split(
     plan: &Plan,
     pattern: &CsrPattern,
@@ -108,13 +119,21 @@ pub(crate) fn split(
     min_entries: usize,
 ) -> Vec<Slab> {
     let whole = vec![Slab::whole(pattern)];
+    if threads < 2 {
+        return whole;
+    }
     let (back, ahead) = plan.slab_margins();
     let align = plan.stride_lcm();
     let nrows = pattern.nrows() as u64;
     let margin = (back + ahead).max(1) as u64;
     let by_entries = pattern.nnz() / min_entries.max(1);
     let by_rows = nrows / (SLAB_ROWS_PER_MARGIN as u64 * margin).max(align);
-    let count = threads.min(by_entries).min(by_rows as usize);
+    let by_margins = (nrows * MARGIN_SHARE_PERCENT / 100 / margin) as usize;
+    let count = (SLABS_PER_THREAD * threads)
+        .min(by_margins)
+        .max(threads)
+        .min(by_entries)
+        .min(by_rows as usize);
     if count < 2 || align > nrows {
         return whole;
     }
@@ -186,10 +205,11 @@ mod tests {
         let p = rmat(16, 400_000, 3);
         let g = FeaturizerGraph::from_spec(&waco_like(8, 4, 1)).expect("valid");
         let plan = g.plan();
+        // Narrow margins: up to four slabs per thread.
         let slabs = split(plan, &p, 3, 1000);
-        assert_eq!(slabs.len(), 3, "{slabs:?}");
+        assert_eq!(slabs.len(), 12, "{slabs:?}");
         assert_eq!(slabs[0].lo, 0);
-        assert_eq!(slabs[2].hi, i64::MAX);
+        assert_eq!(slabs[11].hi, i64::MAX);
         let (back, ahead) = plan.slab_margins();
         for w in slabs.windows(2) {
             assert_eq!(w[0].hi, w[1].lo);
@@ -197,6 +217,15 @@ mod tests {
             assert_eq!(w[0].feed.1 as i64, w[0].hi + ahead);
             assert_eq!(w[1].feed.0 as i64, w[1].lo - back);
         }
+        // Entries for two slabs only; margins too wide for more than one per thread.
+        assert_eq!(split(plan, &p, 3, 150_000).len(), 2);
+        let deep = FeaturizerGraph::from_spec(&waco_like(8, 9, 1)).expect("valid");
+        let (back, ahead) = deep.plan().slab_margins();
+        assert!(
+            (back + ahead) * 100 * 2 > 3 * (1 << 16),
+            "margins {back} + {ahead}"
+        );
+        assert_eq!(split(deep.plan(), &p, 2, 1000).len(), 2);
         // Too few entries or one thread: one whole slab.
         assert_eq!(split(plan, &p, 1, 1000), vec![Slab::whole(&p)]);
         assert_eq!(split(plan, &p, 4, 1 << 30), vec![Slab::whole(&p)]);

@@ -121,6 +121,12 @@ fn slabs_are_bit_identical() {
             dash_like(&[8, 16, 16, 24, 24, 32, 32], 5),
             random_pattern(1200, 12, 4),
         ),
+        // Narrow margins over many rows: several slabs per thread.
+        (
+            "dash, tall",
+            dash_like(&[8, 8, 8, 16, 16, 16, 16], 3),
+            random_pattern(20_000, 4, 2),
+        ),
     ];
     for (name, spec, p) in cases {
         let g = FeaturizerGraph::from_spec(&spec).expect("valid");
@@ -142,6 +148,9 @@ fn slabs_are_bit_identical() {
                 };
                 let slabs = crate::featurize::slabs::split(g.plan(), &p, threads, 1000);
                 assert!(slabs.len() >= 2, "{name}: {threads} threads must cut slabs");
+                if name == "dash, tall" {
+                    assert!(slabs.len() > threads, "{name}: {} slabs", slabs.len());
+                }
                 let (got, s) = g.run_tuned(&p, &o, knobs).expect("runs");
                 let what = format!("{name}: {} slabs, band {band:?}", slabs.len());
                 assert_eq!(bits(&got), bits(&want), "{what}");
