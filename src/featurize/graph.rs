@@ -238,6 +238,7 @@ impl FeaturizerGraph {
         let mem = Memory::new(opts.memory_budget);
         let threads = rayon::current_num_threads();
         let slabs = slabs::split(&self.plan, pattern, threads, knobs.slab_min_entries);
+        log::trace!("featurizer on {threads} thread(s), {} slab(s)", slabs.len());
         let run = |slab| {
             let mut run = Run::new(&self.plan, pattern, kernels, &self.pool, &mem).in_slab(slab);
             run.chunk_bytes = knobs.chunk_bytes;
