@@ -279,6 +279,23 @@ fn memory_budget_fails_cleanly() {
         ..Default::default()
     };
     assert_eq!(g.run(&p, &o).expect("fits").len(), 32 * 7);
+    // Cut into slabs, the runs side by side share the one budget and fail as cleanly.
+    let o = FeaturizeOptions {
+        threads: Some(2),
+        memory_budget: 1 << 20,
+        band_entries: Some(usize::MAX),
+        ..Default::default()
+    };
+    let knobs = RunKnobs {
+        slab_min_entries: 1000,
+        ..RunKnobs::default()
+    };
+    assert!(crate::featurize::slabs::split(g.plan(), &p, 2, 1000).len() >= 2);
+    let e = g.run_tuned(&p, &o, knobs).expect_err("1 MiB is too little");
+    assert!(
+        matches!(e.kind(), ErrorKind::Featurize { reason, .. } if reason.contains("memory budget exceeded")),
+        "{e}"
+    );
 }
 
 #[test]
