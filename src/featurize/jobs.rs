@@ -320,7 +320,7 @@ struct KeySink<'a, 'm> {
 const SINGLE_ENTRIES_PER_POINT: usize = 8;
 
 impl PairSink for KeySink<'_, '_> {
-    #[inline]
+    #[inline(always)]
     fn pair(&mut self, kappa: u32, q: u32) {
         let id = self.input.ids[q as usize];
         self.all_shared &= self.input.shared[id as usize];

@@ -396,10 +396,10 @@ impl PairSink for PointPairs {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt")]
 unsafe fn sink_in_blocks<S: PairSink>(nb: &mut Neighbours<'_>, cols: &[u32], sink: &mut S) {
-    let k = nb.geom.k;
+    let bits = MaskBits::new(nb.geom.k);
     let mut to_sink = |n: usize, masks: &[u32; 16], firsts: &[[u32; 16]]| {
         for (j, &m) in masks.iter().enumerate().take(n) {
-            decode_mask(m, j, firsts, k, |kappa, q| sink.pair(kappa, q));
+            bits.decode(m, j, firsts, |kappa, q| sink.pair(kappa, q));
             sink.end_point();
         }
     };
@@ -479,20 +479,45 @@ fn search_scalar(nb: &mut Neighbours<'_>, cols: &[u32]) {
     }
 }
 
-/// The pairs of neighbour mask `m` (bit `i_r·k + i_c`) of lane `j`, in visiting order:
-/// `(κ, input point)` with the point found from the first neighbour of its kernel row in
-/// that lane (`firsts[i_r][j]`) and the bits below it in the row.
-#[inline(always)]
-fn decode_mask(m: u32, j: usize, firsts: &[[u32; 16]], k: usize, mut pair: impl FnMut(u32, u32)) {
-    let k = k as u32;
-    let row_bits = (1u32 << k) - 1;
-    let mut rest = m;
-    while rest != 0 {
-        let b = rest.trailing_zeros();
-        rest &= rest - 1;
-        let (ir, ic) = (b / k, b % k);
-        let below = (m >> (ir * k)) & row_bits & ((1 << ic) - 1);
-        pair(ir + k * ic, firsts[ir as usize][j] + below.count_ones());
+/// Per bit `i_r·k + i_c` of a neighbour mask: its κ, its kernel row `i_r`, and the bits
+/// before it in its kernel row, so that decoding a mask takes table reads rather than a
+/// division by `k` per pair.
+struct MaskBits {
+    kappa: [u32; 32],
+    row: [u32; 32],
+    below: [u32; 32],
+}
+
+impl MaskBits {
+    /// The table of kernel size `k` (`k² ≤ 32`).
+    fn new(k: usize) -> Self {
+        let k = k as u32;
+        let mut t = Self {
+            kappa: [0; 32],
+            row: [0; 32],
+            below: [0; 32],
+        };
+        for b in 0..(k * k).min(32) {
+            let (ir, ic) = (b / k, b % k);
+            t.kappa[b as usize] = ir + k * ic;
+            t.row[b as usize] = ir;
+            t.below[b as usize] = ((1u32 << ic) - 1) << (ir * k);
+        }
+        t
+    }
+
+    /// The pairs of neighbour mask `m` of lane `j`, in visiting order: `(κ, input point)`
+    /// with the point found from the first neighbour of its kernel row in that lane
+    /// (`firsts[i_r][j]`) and the bits below it in the row.
+    #[inline(always)]
+    fn decode(&self, m: u32, j: usize, firsts: &[[u32; 16]], mut pair: impl FnMut(u32, u32)) {
+        let mut rest = m;
+        while rest != 0 {
+            let b = rest.trailing_zeros() as usize & 31;
+            rest &= rest - 1;
+            let first = firsts[self.row[b] as usize][j];
+            pair(self.kappa[b], first + (m & self.below[b]).count_ones());
+        }
     }
 }
 

@@ -25,6 +25,8 @@ pub(crate) struct Kernels {
     pub add: fn(&mut [f32], &[f32]),
     /// Every row plus the bias row.
     pub bias: fn(&mut [f32], &[f32]),
+    /// Every row plus the bias row, then ReLU (`bias` then `relu` in one pass).
+    pub bias_relu: fn(&mut [f32], &[f32]),
     /// NaN-propagating per-lane max.
     pub max_into: fn(&mut [f32], &[f32]),
     /// `acc = acc + f64(s)` (`acc = f64(s)` when the flag is set).
@@ -41,6 +43,7 @@ static SCALAR: Kernels = Kernels {
     relu: pool::relu::scalar,
     add: pool::add::scalar,
     bias: pool::bias::scalar,
+    bias_relu: pool::bias_relu::scalar,
     max_into: pool::max_into::scalar,
     sum_f64: pool::sum_f64::scalar,
     sum_rows_f64: pool::sum_rows_f64::scalar,
@@ -54,6 +57,7 @@ static AVX2: Kernels = Kernels {
     relu: pool::relu::avx2,
     add: pool::add::avx2,
     bias: pool::bias::avx2,
+    bias_relu: pool::bias_relu::avx2,
     max_into: pool::max_into::avx2,
     sum_f64: pool::sum_f64::avx2,
     sum_rows_f64: pool::sum_rows_f64::avx2,
@@ -67,6 +71,7 @@ static AVX512: Kernels = Kernels {
     relu: pool::relu::avx512,
     add: pool::add::avx512,
     bias: pool::bias::avx512,
+    bias_relu: pool::bias_relu::avx512,
     max_into: pool::max_into::avx512,
     sum_f64: pool::sum_f64::avx512,
     sum_rows_f64: pool::sum_rows_f64::avx512,

@@ -14,7 +14,7 @@
 //! - `relu`: `x = if 0 > x { 0 } else { x }` — NaN and −0 are kept (`maxps(0, x)`).
 //! - `max_into`: `d = if s > d || s is NaN { s } else { d }` — NaN-propagating; for
 //!   non-NaN values the result does not depend on the order of the operands.
-//! - `add`: `d = d + s`; `bias`: each row `r = r + b`.
+//! - `add`: `d = d + s`; `bias`: each row `r = r + b`; `bias_relu`: `bias` then `relu`.
 //! - `sum_f64`: `acc = acc + f64(s)` (or `acc = f64(s)` for the first row).
 //! - `sum_rows_f64`: `acc = f64(r₀) + f64(r₁) + …` over table rows in order.
 //! - `add_f64`: `acc = acc + s`.
@@ -124,6 +124,46 @@ lanewise!(
         for row in rows.chunks_exact_mut(b.len()) {
             for (d, &s) in row.iter_mut().zip(b) {
                 *d += s;
+            }
+        }
+    }
+);
+
+lanewise!(
+    /// Every `b.len()`-wide row of `rows` plus `b`, then `x = if 0 > x { 0 } else { x }`:
+    /// `bias` then `relu` in one pass, lane for lane the same operations.
+    bias_relu(rows: &mut [f32], b: &[f32]) {
+        if b.is_empty() {
+            return;
+        }
+        for row in rows.chunks_exact_mut(b.len()) {
+            for (d, &s) in row.iter_mut().zip(b) {
+                let x = *d + s;
+                *d = if 0.0 > x { 0.0 } else { x };
+            }
+        }
+    }
+    // As for `relu`: `maxps(0, x)` stored unconditionally, not a masked store.
+    avx2 {
+        let c = b.len();
+        if c == 0 {
+            return;
+        }
+        let full = c / 8 * 8;
+        for row in rows.chunks_exact_mut(c) {
+            for (db, sb) in row[..full].chunks_exact_mut(8).zip(b.chunks_exact(8)) {
+                // SAFETY: both blocks have 8 lanes; AVX2 is enabled on this function.
+                unsafe {
+                    let x = _mm256_add_ps(_mm256_loadu_ps(db.as_ptr()), _mm256_loadu_ps(sb.as_ptr()));
+                    _mm256_storeu_ps(db.as_mut_ptr(), _mm256_max_ps(_mm256_setzero_ps(), x));
+                }
+            }
+            for (dx, sx) in row[full..].iter_mut().zip(&b[full..]) {
+                // SAFETY: one valid `f32` each; the same add and `maxps` on one lane.
+                unsafe {
+                    let x = _mm_add_ss(_mm_load_ss(dx), _mm_load_ss(sx));
+                    _mm_store_ss(dx, _mm_max_ss(_mm_setzero_ps(), x));
+                }
             }
         }
     }
@@ -258,6 +298,13 @@ mod tests {
             (k.max_into)(&mut m, &other);
             let mut a = vals.clone();
             (k.add)(&mut a, &other);
+            // `bias_relu` is `bias` then `relu`, for rows of 67 lanes (a tail on every level).
+            let mut br = vals.repeat(3);
+            (k.bias_relu)(&mut br, &other);
+            let mut two = vals.repeat(3);
+            (k.bias)(&mut two, &other);
+            (k.relu)(&mut two);
+            assert_eq!(bits(&br), bits(&two), "bias_relu, level {level}");
             let mut s = vec![0.0f64; 67];
             (k.sum_f64)(&mut s, &vals, true);
             (k.sum_f64)(&mut s, &other, false);

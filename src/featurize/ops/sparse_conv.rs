@@ -310,7 +310,7 @@ impl<'a, 'x> DirectTiles<'a, 'x> {
 }
 
 impl<'x> PairSink for DirectTiles<'_, 'x> {
-    #[inline]
+    #[inline(always)]
     fn pair(&mut self, kappa: u32, q: u32) {
         let input = self.input;
         let row = input.row(input.ids[q as usize]);
@@ -428,11 +428,11 @@ impl SparseConv {
 
     /// Bias and the fused ReLU over a tile's rows.
     fn epilogue(&self, tile: &mut [f32], k: &Kernels) {
-        if let Some(b) = &self.bias {
-            (k.bias)(tile, b);
-        }
-        if self.relu {
-            (k.relu)(tile);
+        match (&self.bias, self.relu) {
+            (Some(b), true) => (k.bias_relu)(tile, b),
+            (Some(b), false) => (k.bias)(tile, b),
+            (None, true) => (k.relu)(tile),
+            (None, false) => {}
         }
     }
 
