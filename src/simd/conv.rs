@@ -2,7 +2,7 @@
 //! weight slice, added into (or stored as) output rows.
 //!
 //! The kernel (one version per [`SimdLevel`](super::SimdLevel)) computes, for each input row
-//! `x_r` (`cin` values each, anywhere in memory) and the weight slice `w` (`[cin, cout]`,
+//! `x_r` (`cin` values each, any rows of one table) and the weight slice `w` (`[cin, cout]`,
 //! row-major), the product row `p_r[j] = Σ_ci x_r[ci]·w[ci][j]` as **one fused multiply-add
 //! chain over `ci` ascending, starting from +0.0** — the same operations on every level, since
 //! each output channel `j` is its own lane — and then writes `dst_r = p_r` (its offset has
@@ -24,8 +24,10 @@ pub(crate) const FRESH: usize = 1 << (usize::BITS - 1);
 /// Arguments of one kernel call (see the module docs). Checked once per call by
 /// [`GemmArgs::check`]; the kernels index within these bounds.
 pub(crate) struct GemmArgs<'a> {
-    /// Input rows of `cin` values each.
-    pub xs: &'a [&'a [f32]],
+    /// Table of input rows of `cin` values each.
+    pub x: &'a [f32],
+    /// The input rows to multiply, as row indices into `x`.
+    pub rows: &'a [u32],
     /// `[cin, cout]` row-major.
     pub w: &'a [f32],
     /// Output channels.
@@ -38,22 +40,25 @@ pub(crate) struct GemmArgs<'a> {
 
 impl GemmArgs<'_> {
     /// `cin`, after checking every bound the kernels rely on (panics on a caller bug).
+    /// Inlined into each kernel, so the checks are compiled with the kernel's instruction set.
+    #[inline(always)]
     fn check(&self) -> usize {
         assert_eq!(
             self.offs.len(),
-            self.xs.len(),
+            self.rows.len(),
             "one output row per input row"
         );
         assert!(self.cout > 0 && self.w.len().is_multiple_of(self.cout));
         let cin = self.w.len() / self.cout;
+        // Maxima by folds without early exit, which vectorize: the checks run once per call.
+        let last_row = self.rows.iter().fold(0, |m, &r| m.max(r)) as usize;
         assert!(
-            self.xs.iter().all(|x| x.len() == cin),
-            "input rows of cin values"
+            self.rows.is_empty() || (last_row + 1) * cin <= self.x.len(),
+            "input rows in the table"
         );
+        let last_out = self.offs.iter().fold(0, |m, &o| m.max(o & !FRESH));
         assert!(
-            self.offs
-                .iter()
-                .all(|&o| (o & !FRESH) + self.cout <= self.dst.len()),
+            self.offs.is_empty() || last_out + self.cout <= self.dst.len(),
             "output rows in bounds"
         );
         cin
@@ -67,10 +72,11 @@ pub(crate) const MR_AVX512: usize = 12;
 
 /// Portable kernel: one output channel at a time, [`f32::mul_add`] over `ci` ascending.
 pub(crate) fn gemm_scalar(a: GemmArgs<'_>) {
-    a.check();
+    let cin = a.check();
     let cout = a.cout;
     let mut p = [0.0f32; 64];
-    for (r, x) in a.xs.iter().enumerate() {
+    for (r, &row) in a.rows.iter().enumerate() {
+        let x = &a.x[row as usize * cin..][..cin];
         for j0 in (0..cout).step_by(64) {
             let nb = (cout - j0).min(64);
             let p = &mut p[..nb];
@@ -99,10 +105,9 @@ pub(crate) fn gemm_scalar(a: GemmArgs<'_>) {
 /// the CPU supports AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn gemm_avx2(mut a: GemmArgs<'_>) {
-    let cin = a.check();
     // SAFETY: this kernel is only handed out for CPUs with AVX2 and FMA
-    // (`Kernels::for_level` checks `SimdLevel::is_supported`); bounds were checked above.
-    unsafe { x86::gemm_avx2(&mut a, cin) }
+    // (`Kernels::for_level` checks `SimdLevel::is_supported`); it checks the bounds first.
+    unsafe { x86::gemm_avx2(&mut a) }
 }
 
 /// AVX-512 kernel.
@@ -111,10 +116,9 @@ pub(crate) fn gemm_avx2(mut a: GemmArgs<'_>) {
 /// the CPU supports AVX-512 F/BW/DQ/VL and FMA.
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn gemm_avx512(mut a: GemmArgs<'_>) {
-    let cin = a.check();
     // SAFETY: this kernel is only handed out for CPUs with AVX-512 and FMA
-    // (`Kernels::for_level` checks `SimdLevel::is_supported`); bounds were checked above.
-    unsafe { x86::gemm_avx512(&mut a, cin) }
+    // (`Kernels::for_level` checks `SimdLevel::is_supported`); it checks the bounds first.
+    unsafe { x86::gemm_avx512(&mut a) }
 }
 
 // Register blocking indexes accumulator arrays by row and vector: index loops read best.
@@ -136,11 +140,13 @@ mod x86 {
 
     impl<const M: usize> Ptrs<M> {
         /// The group of rows `first..first + M`.
-        fn new(a: &mut GemmArgs<'_>, first: usize) -> Self {
+        fn new(a: &mut GemmArgs<'_>, first: usize, cin: usize) -> Self {
             let dst = a.dst.as_mut_ptr();
             let offs = &a.offs[first..first + M];
+            let x = a.x.as_ptr();
             Self {
-                xs: std::array::from_fn(|r| a.xs[first + r].as_ptr()),
+                // `(rows[r] + 1) · cin <= x.len()` (checked by the caller).
+                xs: std::array::from_fn(|r| x.wrapping_add(a.rows[first + r] as usize * cin)),
                 w: a.w.as_ptr(),
                 // `(offs[r] & !FRESH) + cout <= dst.len()` (checked by the caller).
                 outs: std::array::from_fn(|r| dst.wrapping_add(offs[r] & !FRESH)),
@@ -153,10 +159,10 @@ mod x86 {
     /// (those that exist) while the current group computes: the rows are gathered from
     /// anywhere in the input table, so the hardware prefetchers cannot guess them.
     #[inline(always)]
-    fn prefetch_rows(xs: &[&[f32]], from: usize, n: usize, cin: usize) {
+    fn prefetch_rows(a: &GemmArgs<'_>, from: usize, n: usize, cin: usize) {
         let bytes = (cin * 4).min(256);
-        for x in xs.iter().skip(from).take(n) {
-            let p = x.as_ptr().cast::<i8>();
+        for &row in a.rows.iter().skip(from).take(n) {
+            let p = a.x.as_ptr().wrapping_add(row as usize * cin).cast::<i8>();
             for off in (0..bytes).step_by(64) {
                 // SAFETY: `off < 4·cin`, inside the row; prefetching never faults.
                 unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(off)) };
@@ -168,13 +174,14 @@ mod x86 {
 
     /// # Safety
     ///
-    /// AVX-512 F and FMA available; `a` passed [`GemmArgs::check`].
+    /// AVX-512 F and FMA available. (The bounds are checked here, by [`GemmArgs::check`].)
     #[target_feature(enable = "avx512f,fma")]
-    pub(super) unsafe fn gemm_avx512(a: &mut GemmArgs<'_>, cin: usize) {
+    pub(super) unsafe fn gemm_avx512(a: &mut GemmArgs<'_>) {
+        let cin = a.check();
         let mut first = 0;
-        while first < a.xs.len() {
-            let m = (a.xs.len() - first).min(MR_AVX512);
-            prefetch_rows(a.xs, first + m, MR_AVX512, cin);
+        while first < a.rows.len() {
+            let m = (a.rows.len() - first).min(MR_AVX512);
+            prefetch_rows(a, first + m, MR_AVX512, cin);
             // SAFETY (all arms): forwarded caller contract; rows `first..first + m` exist.
             unsafe {
                 match m {
@@ -199,7 +206,7 @@ mod x86 {
     #[target_feature(enable = "avx512f,fma")]
     #[inline]
     unsafe fn rows512<const M: usize>(a: &mut GemmArgs<'_>, first: usize, cin: usize) {
-        let p = Ptrs::<M>::new(a, first);
+        let p = Ptrs::<M>::new(a, first, cin);
         let cout = a.cout;
         let mut j0 = 0;
         // SAFETY: every block reads weight columns and writes output columns `j0..j0 + 16·V`
@@ -268,12 +275,13 @@ mod x86 {
 
     /// # Safety
     ///
-    /// AVX2 and FMA available; `a` passed [`GemmArgs::check`].
+    /// AVX2 and FMA available. (The bounds are checked here, by [`GemmArgs::check`].)
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn gemm_avx2(a: &mut GemmArgs<'_>, cin: usize) {
+    pub(super) unsafe fn gemm_avx2(a: &mut GemmArgs<'_>) {
+        let cin = a.check();
         let mut first = 0;
-        while first < a.xs.len() {
-            let m = (a.xs.len() - first).min(MR_AVX2);
+        while first < a.rows.len() {
+            let m = (a.rows.len() - first).min(MR_AVX2);
             // SAFETY (all arms): forwarded caller contract; rows `first..first + m` exist.
             unsafe {
                 match m {
@@ -292,7 +300,7 @@ mod x86 {
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     unsafe fn rows256<const M: usize>(a: &mut GemmArgs<'_>, first: usize, cin: usize) {
-        let p = Ptrs::<M>::new(a, first);
+        let p = Ptrs::<M>::new(a, first, cin);
         let cout = a.cout;
         let mut j0 = 0;
         // SAFETY: as in `rows512`.

@@ -119,13 +119,20 @@ mod tests {
                 for level in SimdLevel::supported() {
                     let k = Kernels::for_level(level);
                     let mut dst = init.clone();
-                    let xs: Vec<&[f32]> = rows[..m].iter().map(|r| r.as_slice()).collect();
+                    // The rows in a table, in reverse order after a spare row.
+                    let x: Vec<f32> = std::iter::repeat_n(&rows[0], 1)
+                        .chain(rows[..m].iter().rev())
+                        .flatten()
+                        .copied()
+                        .collect();
+                    let ids: Vec<u32> = (0..m).map(|r| (m - r) as u32).collect();
                     // Rows in reverse order with a gap, every other one fresh.
                     let offs: Vec<usize> = (0..m)
                         .map(|r| ((12 - r) * cout) | if r % 2 == 1 { FRESH } else { 0 })
                         .collect();
                     (k.gemm)(GemmArgs {
-                        xs: &xs,
+                        x: &x,
+                        rows: &ids,
                         w: &w,
                         cout,
                         dst: &mut dst,
@@ -154,5 +161,21 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A row index past the table is a caller bug the kernel refuses before reading.
+    #[test]
+    #[should_panic(expected = "input rows in the table")]
+    fn gemm_refuses_rows_past_the_table() {
+        let k = Kernels::for_level(SimdLevel::detect());
+        let (x, w, mut dst) = (vec![1.0f32; 2 * 4], vec![1.0f32; 4 * 3], vec![0.0f32; 3]);
+        (k.gemm)(GemmArgs {
+            x: &x,
+            rows: &[2],
+            w: &w,
+            cout: 3,
+            dst: &mut dst,
+            offs: &[FRESH],
+        });
     }
 }

@@ -169,10 +169,10 @@ impl Stencil for SparseConv {
                     .zip(rows.par_chunks(CHUNK))
                     .with_min_len(grain)
                     .for_each(|(dst, ids)| {
-                        let xs: Vec<&[f32]> = ids.iter().map(|&id| input.row(id)).collect();
                         let offs: Vec<usize> = (0..ids.len()).map(|r| (r * cout) | FRESH).collect();
                         (k.gemm)(GemmArgs {
-                            xs: &xs,
+                            x: &input.table,
+                            rows: ids,
                             w,
                             cout,
                             dst,
@@ -234,7 +234,7 @@ impl Stencil for SparseConv {
 }
 
 /// The direct path's pair sink: each pair goes straight into the micro-kernel's row lists
-/// of its κ (input row, output row offset), the lowest κ of a point marked [`FRESH`]; a tile
+/// of its κ (input table row, output row offset), the lowest κ of a point marked [`FRESH`]; a tile
 /// of output rows is computed once its last point has its pairs. The kernel then sees
 /// exactly the lists that bucketing the tile's pairs by κ gives (`SparseConv::tile`), so the
 /// bits are the same.
@@ -245,8 +245,8 @@ struct DirectTiles<'a, 'x> {
     k: &'a Kernels,
     /// Output rows per tile.
     tile_n: usize,
-    /// Per κ, the input rows of the current tile's pairs and their output row offsets.
-    xs: Vec<Vec<&'x [f32]>>,
+    /// Per κ, the input table rows of the current tile's pairs and their output row offsets.
+    xs: Vec<Vec<u32>>,
     offs: Vec<Vec<usize>>,
     /// Output points in `dst`.
     total: usize,
@@ -294,7 +294,8 @@ impl<'a, 'x> DirectTiles<'a, 'x> {
                 continue;
             }
             (self.k.gemm)(GemmArgs {
-                xs: xs.as_slice(),
+                x: &self.input.table,
+                rows: xs.as_slice(),
                 w: &conv.weights[kappa * conv.cin * cout..][..conv.cin * cout],
                 cout,
                 dst: tile,
@@ -309,15 +310,15 @@ impl<'a, 'x> DirectTiles<'a, 'x> {
     }
 }
 
-impl<'x> PairSink for DirectTiles<'_, 'x> {
+impl PairSink for DirectTiles<'_, '_> {
     #[inline(always)]
     fn pair(&mut self, kappa: u32, q: u32) {
         let input = self.input;
-        let row = input.row(input.ids[q as usize]);
+        let id = input.ids[q as usize];
         // The tile's gemm reads the row once the tile's last point is found.
-        prefetch_row(row);
+        prefetch_row(input.row(id));
         let list = kappa as usize;
-        self.xs[list].push(row);
+        self.xs[list].push(id);
         self.offs[list].push(self.o * self.conv.cout);
         if kappa < self.lowest.0 {
             self.lowest = (kappa, self.offs[list].len() - 1);
@@ -345,15 +346,15 @@ impl<'x> PairSink for DirectTiles<'_, 'x> {
 
 /// Per-task scratch of the conv's tiles: pairs bucketed by κ, the micro-kernel's row lists,
 /// and which tile rows hold a partial sum.
-struct Scratch<'x> {
+struct Scratch {
     tile_n: usize,
     buckets: Vec<Vec<(u32, u32, u32)>>,
-    xs: Vec<&'x [f32]>,
+    xs: Vec<u32>,
     offs: Vec<usize>,
     started: Vec<bool>,
 }
 
-impl Scratch<'_> {
+impl Scratch {
     fn new(volume: usize, cout: usize) -> Self {
         let tile_n = tile_rows(cout);
         Self {
@@ -369,11 +370,11 @@ impl Scratch<'_> {
 impl SparseConv {
     /// Computes a tile's rows from the pairs in `sc.buckets` (tile row, input row, product
     /// slot), κ ascending, then bias and ReLU; clears the buckets.
-    fn tile<'x>(
+    fn tile(
         &self,
-        sc: &mut Scratch<'x>,
+        sc: &mut Scratch,
         tile: &mut [f32],
-        input: &'x Window<'_>,
+        input: &Window<'_>,
         shared: Option<&RowProducts>,
         products: &[f32],
         k: &Kernels,
@@ -398,14 +399,15 @@ impl SparseConv {
                     Some(p) if started => (k.add)(&mut tile[dst..dst + cout], p),
                     Some(p) => tile[dst..dst + cout].copy_from_slice(p),
                     None => {
-                        sc.xs.push(input.row(id));
+                        sc.xs.push(id);
                         sc.offs.push(if started { dst } else { dst | FRESH });
                     }
                 }
             }
             if !sc.xs.is_empty() {
                 let args = GemmArgs {
-                    xs: &sc.xs,
+                    x: &input.table,
+                    rows: &sc.xs,
                     w,
                     cout,
                     dst: tile,
@@ -453,13 +455,14 @@ impl SparseConv {
                 continue;
             }
             let w = &self.weights[kappa * cin * cout..][..cin * cout];
-            let xs: Vec<&[f32]> = list.iter().map(|&(id, _)| input.row(id)).collect();
+            let rows: Vec<u32> = list.iter().map(|&(id, _)| id).collect();
             let offs: Vec<usize> = list
                 .iter()
                 .map(|&(_, slot)| (slot as usize * cout) | FRESH)
                 .collect();
             (k.gemm)(GemmArgs {
-                xs: &xs,
+                x: &input.table,
+                rows: &rows,
                 w,
                 cout,
                 dst: &mut products,
