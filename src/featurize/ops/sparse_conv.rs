@@ -33,7 +33,7 @@ use crate::featurize::rulebook::{Neighbours, PairSink};
 use crate::featurize::window::Window;
 use crate::simd::conv::{GemmArgs, FRESH};
 use crate::simd::kernels::Kernels;
-use crate::simd::prefetch_row;
+use crate::simd::{prefetch_row, prefetch_row_l1};
 
 /// A validated sparse convolution layer.
 #[derive(Debug, Clone)]
@@ -334,7 +334,13 @@ impl PairSink for DirectTiles<'_, '_> {
                 let at = (self.first + self.o) * cout;
                 self.dst[at..at + cout].fill(0.0); // no neighbour
             }
-            (kappa, i) => self.offs[kappa as usize][i] |= FRESH,
+            (kappa, i) => {
+                self.offs[kappa as usize][i] |= FRESH;
+                // The tile's products write the row once its last point is found: without
+                // this, each output row's first write waits on memory.
+                let at = (self.first + self.o) * cout;
+                prefetch_row_l1(&self.dst[at..at + cout]);
+            }
         }
         self.lowest = (u32::MAX, 0);
         self.o += 1;
