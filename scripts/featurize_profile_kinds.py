@@ -32,7 +32,9 @@ def samples(stream):
     """Yields each sample's frames' symbols, leaf first."""
     frames = []
     for line in stream:
-        if line.startswith(("\t", " ")):
+        # Frames are tab-indented; a sample's header line (its thread id, right-aligned) may
+        # start with spaces.
+        if line.startswith("\t"):
             parts = line.strip().split(None, 1)
             if len(parts) == 2:
                 frames.append(parts[1])
