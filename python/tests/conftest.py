@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 from pathlib import Path
 from typing import Any, Callable, List
@@ -22,6 +23,13 @@ MATRICES = SHARED / "data" / "waco" / "matrices"
 COLLECTED = SHARED / "data" / "waco" / "collected"
 FIXTURES = REPO / "tests" / "data" / "fixtures"
 BAD = REPO / "tests" / "data" / "bad"
+
+
+# The Ctrl-C tests simulate it with `_thread.interrupt_main`, which does nothing while SIGINT
+# is ignored, as it is for a background job of a non-interactive shell (`bash .ci/run &`):
+# give the suite the handler an interactive Python has.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def target_dir() -> Path:
