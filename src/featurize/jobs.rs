@@ -282,7 +282,8 @@ fn pair_jobs(
         Vec::new()
     };
     let mut keys = KeySink {
-        input,
+        ids: &input.ids,
+        shared: &input.shared,
         share,
         all_shared: share,
         key: Vec::with_capacity(geom.volume()),
@@ -299,8 +300,10 @@ fn pair_jobs(
 
 /// Phase A's pair sink for an input of computed rows: builds each point's key
 /// `(κ, input row id)` and finds its job.
-struct KeySink<'a, 'm> {
-    input: &'a Window<'m>,
+struct KeySink<'a> {
+    /// The input points' row ids and the input rows' shared flags.
+    ids: &'a [u32],
+    shared: &'a [bool],
     /// Look keys up at all.
     share: bool,
     /// Every row of the current key is shared so far.
@@ -319,11 +322,11 @@ struct KeySink<'a, 'm> {
 /// point of the task (its zeroing then costs about a nanosecond per point).
 const SINGLE_ENTRIES_PER_POINT: usize = 8;
 
-impl PairSink for KeySink<'_, '_> {
+impl PairSink for KeySink<'_> {
     #[inline(always)]
     fn pair(&mut self, kappa: u32, q: u32) {
-        let id = self.input.ids[q as usize];
-        self.all_shared &= self.input.shared[id as usize];
+        let id = self.ids[q as usize];
+        self.all_shared &= self.shared[id as usize];
         self.key.push((kappa, id));
     }
 
@@ -334,7 +337,7 @@ impl PairSink for KeySink<'_, '_> {
         if self.all_shared {
             let single = match key.as_slice() {
                 &[(kappa, id)] if !self.single.is_empty() => {
-                    Some(kappa as usize * self.input.table_rows() + id as usize)
+                    Some(kappa as usize * self.shared.len() + id as usize)
                 }
                 _ => None,
             };

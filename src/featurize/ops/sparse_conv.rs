@@ -240,24 +240,30 @@ impl Stencil for SparseConv {
 /// bits are the same.
 struct DirectTiles<'a, 'x> {
     conv: &'a SparseConv,
-    input: &'x Window<'x>,
+    /// The input's feature rows and each input point's row id.
+    table: &'x [f32],
+    ids: &'x [u32],
+    cin: usize,
+    cout: usize,
     dst: &'a mut [f32],
     k: &'a Kernels,
     /// Output rows per tile.
     tile_n: usize,
-    /// Per κ, the input table rows of the current tile's pairs and their output row offsets.
-    xs: Vec<Vec<u32>>,
-    offs: Vec<Vec<usize>>,
+    /// κ's list of the current tile's pairs, at `κ · tile_n` (a point has at most one pair
+    /// per κ): their input table rows, their output row offsets, and its length.
+    xs: Vec<u32>,
+    offs: Vec<usize>,
+    lens: Vec<usize>,
     /// Output points in `dst`.
     total: usize,
     /// Points of the current tile so far.
     o: usize,
     /// The current tile's first point.
     first: usize,
-    /// The current point's lowest κ so far (`u32::MAX`: no pair yet) and its entry in
-    /// that κ's lists.
+    /// The current point's lowest κ so far (`u32::MAX`: no pair yet) and the entry of
+    /// that pair in `offs`.
     lowest: (u32, usize),
-    /// Pairs so far.
+    /// Pairs of the computed tiles.
     pairs: u64,
 }
 
@@ -271,13 +277,17 @@ impl<'a, 'x> DirectTiles<'a, 'x> {
         let (volume, tile_n) = (conv.reach.geom.volume(), tile_rows(conv.cout));
         Self {
             conv,
-            input,
+            table: &input.table,
+            ids: &input.ids,
+            cin: input.channels,
+            cout: conv.cout,
             total: dst.len() / conv.cout,
             dst,
             k,
             tile_n,
-            xs: (0..volume).map(|_| Vec::with_capacity(tile_n)).collect(),
-            offs: (0..volume).map(|_| Vec::with_capacity(tile_n)).collect(),
+            xs: vec![0; volume * tile_n],
+            offs: vec![0; volume * tile_n],
+            lens: vec![0; volume],
             o: 0,
             first: 0,
             lowest: (u32::MAX, 0),
@@ -287,22 +297,23 @@ impl<'a, 'x> DirectTiles<'a, 'x> {
 
     /// Computes the current tile from its row lists, κ ascending, then bias and ReLU.
     fn flush(&mut self) {
-        let (conv, cout) = (self.conv, self.conv.cout);
+        let (conv, cout, tile_n) = (self.conv, self.cout, self.tile_n);
         let tile = &mut self.dst[self.first * cout..(self.first + self.o) * cout];
-        for (kappa, (xs, offs)) in self.xs.iter_mut().zip(&mut self.offs).enumerate() {
-            if xs.is_empty() {
+        for (kappa, len) in self.lens.iter_mut().enumerate() {
+            if *len == 0 {
                 continue;
             }
+            self.pairs += *len as u64;
+            let list = kappa * tile_n..kappa * tile_n + *len;
             (self.k.gemm)(GemmArgs {
-                x: &self.input.table,
-                rows: xs.as_slice(),
+                x: self.table,
+                rows: &self.xs[list.clone()],
                 w: &conv.weights[kappa * conv.cin * cout..][..conv.cin * cout],
                 cout,
                 dst: tile,
-                offs: offs.as_slice(),
+                offs: &self.offs[list],
             });
-            xs.clear();
-            offs.clear();
+            *len = 0;
         }
         conv.epilogue(tile, self.k);
         self.first += self.o;
@@ -313,32 +324,29 @@ impl<'a, 'x> DirectTiles<'a, 'x> {
 impl PairSink for DirectTiles<'_, '_> {
     #[inline(always)]
     fn pair(&mut self, kappa: u32, q: u32) {
-        let input = self.input;
-        let id = input.ids[q as usize];
+        let id = self.ids[q as usize];
         // The tile's gemm reads the row once the tile's last point is found.
-        prefetch_row(input.row(id));
+        prefetch_row(&self.table[id as usize * self.cin..][..self.cin]);
         let list = kappa as usize;
-        self.xs[list].push(id);
-        self.offs[list].push(self.o * self.conv.cout);
+        let at = list * self.tile_n + self.lens[list];
+        self.xs[at] = id;
+        self.offs[at] = self.o * self.cout;
+        self.lens[list] += 1;
         if kappa < self.lowest.0 {
-            self.lowest = (kappa, self.offs[list].len() - 1);
+            self.lowest = (kappa, at);
         }
-        self.pairs += 1;
     }
 
     #[inline]
     fn end_point(&mut self) {
-        let cout = self.conv.cout;
+        let cout = self.cout;
+        let at = (self.first + self.o) * cout;
         match self.lowest {
-            (u32::MAX, _) => {
-                let at = (self.first + self.o) * cout;
-                self.dst[at..at + cout].fill(0.0); // no neighbour
-            }
-            (kappa, i) => {
-                self.offs[kappa as usize][i] |= FRESH;
+            (u32::MAX, _) => self.dst[at..at + cout].fill(0.0), // no neighbour
+            (_, entry) => {
+                self.offs[entry] |= FRESH;
                 // The tile's products write the row once its last point is found: without
                 // this, each output row's first write waits on memory.
-                let at = (self.first + self.o) * cout;
                 prefetch_row_l1(&self.dst[at..at + cout]);
             }
         }
