@@ -134,45 +134,43 @@ impl Coords {
                 _ => groups.push((o, i, i + 1)),
             }
         }
-        // Per chunk of groups: the merged columns and each group's count.
+        // Per chunk of groups: the merged columns and each group's count. A group's merged
+        // columns are at most its points, so each group is merged into the chunk's buffer
+        // right after the previous one.
         let parts: Vec<(Vec<u32>, Vec<usize>)> = groups
             .par_chunks(256)
             .map(|gs| {
-                let mut cols: Vec<u32> = Vec::new();
+                let row = |i: usize| &self.cols[self.row_range(i)];
+                let points = gs
+                    .iter()
+                    .map(|&(_, first, end)| self.points_of(first..end).len())
+                    .sum();
+                let mut cols = vec![0u32; points];
                 let mut counts = Vec::with_capacity(gs.len());
-                let mut tmp: Vec<u32> = Vec::new();
+                let (mut n, mut merged, mut tmp) = (0, Vec::new(), Vec::new());
                 for &(_, first, end) in gs {
-                    let start = cols.len();
-                    if end - first == 2 {
+                    let len = match end - first {
+                        1 => snap_dedup(&mut cols[n..], row(first), &snap),
                         // Two rows (a stride-2 layer's usual case): one merge.
-                        merge2_dedup(
-                            &mut cols,
-                            &self.cols[self.row_range(first)],
-                            &self.cols[self.row_range(first + 1)],
-                            &snap,
-                        );
-                        counts.push(cols.len() - start);
-                        continue;
-                    }
-                    // Snapping keeps each row sorted; merge the rows in turn.
-                    push_dedup(
-                        &mut cols,
-                        start,
-                        self.cols[self.row_range(first)].iter().map(|&c| snap(c)),
-                    );
-                    for i in first + 1..end {
-                        tmp.clear();
-                        tmp.extend_from_slice(&cols[start..]);
-                        cols.truncate(start);
-                        merge_dedup(
-                            &mut cols,
-                            start,
-                            &tmp,
-                            self.cols[self.row_range(i)].iter().map(|&c| snap(c)),
-                        );
-                    }
-                    counts.push(cols.len() - start);
+                        2 => merge2_dedup(&mut cols[n..], row(first), row(first + 1), &snap),
+                        _ => {
+                            // Snapping keeps each row sorted; merge the rows in turn.
+                            merged.clear();
+                            push_dedup(&mut merged, 0, row(first).iter().map(|&c| snap(c)));
+                            for i in first + 1..end {
+                                std::mem::swap(&mut merged, &mut tmp);
+                                merged.clear();
+                                let snapped = row(i).iter().map(|&c| snap(c));
+                                merge_dedup(&mut merged, 0, &tmp, snapped);
+                            }
+                            cols[n..n + merged.len()].copy_from_slice(&merged);
+                            merged.len()
+                        }
+                    };
+                    counts.push(len);
+                    n += len;
                 }
+                cols.truncate(n);
                 (cols, counts)
             })
             .collect();
@@ -205,15 +203,28 @@ fn push_dedup(out: &mut Vec<u32>, start: usize, vals: impl Iterator<Item = u32>)
     }
 }
 
-/// Appends the sorted union of the snapped values of the sorted `a` and `b` to `out`,
-/// without repeats (`snap` is monotone, so the snapped rows stay sorted). No step of the
-/// merge branches on the data: each value is written, and kept by advancing the end only
-/// when it differs from the last one kept (a repeat test that branched mispredicted on
-/// about every other point of the deep layers).
-fn merge2_dedup(out: &mut Vec<u32>, a: &[u32], b: &[u32], snap: impl Fn(u32) -> u32) {
-    let start = out.len();
-    out.resize(start + a.len() + b.len(), 0);
-    let buf = &mut out[start..];
+/// Writes the snapped values of the sorted `a` to the front of `buf` without repeats and
+/// returns their count (`buf` holds at least `a.len()` values; no step branches on the data,
+/// as in [`merge2_dedup`]).
+fn snap_dedup(buf: &mut [u32], a: &[u32], snap: impl Fn(u32) -> u32) -> usize {
+    // Coordinates are below `i32::MAX`, so no snapped value equals the sentinel.
+    let (mut last, mut n) = (u32::MAX, 0);
+    for &c in a {
+        let v = snap(c);
+        buf[n] = v;
+        n += usize::from(v != last);
+        last = v;
+    }
+    n
+}
+
+/// Writes the sorted union of the snapped values of the sorted `a` and `b` to the front of
+/// `buf` without repeats and returns its length (`buf` holds at least `a.len() + b.len()`
+/// values; `snap` is monotone, so the snapped rows stay sorted). No step of the merge
+/// branches on the data: each value is written, and kept by advancing the end only when it
+/// differs from the last one kept (a repeat test that branched mispredicted on about every
+/// other point of the deep layers).
+fn merge2_dedup(buf: &mut [u32], a: &[u32], b: &[u32], snap: impl Fn(u32) -> u32) -> usize {
     // Coordinates are below `i32::MAX`, so no snapped value equals the sentinel.
     let mut last = u32::MAX;
     let (mut i, mut j, mut n) = (0, 0, 0);
@@ -232,7 +243,7 @@ fn merge2_dedup(out: &mut Vec<u32>, a: &[u32], b: &[u32], snap: impl Fn(u32) -> 
         n += usize::from(v != last);
         last = v;
     }
-    out.truncate(start + n);
+    n
 }
 
 /// Appends the merge of the sorted, repeat-free `a` and the sorted `b` to `out`, without
