@@ -330,12 +330,11 @@ impl PairSink for KeySink<'_> {
         self.key.push((kappa, id));
     }
 
-    #[inline]
+    #[inline(always)]
     fn end_point(&mut self) {
-        let (ph, key) = (&mut self.ph, &self.key);
-        ph.point_pairs += key.len() as u64;
+        self.ph.point_pairs += self.key.len() as u64;
         if self.all_shared {
-            let single = match key.as_slice() {
+            let single = match self.key.as_slice() {
                 &[(kappa, id)] if !self.single.is_empty() => {
                     Some(kappa as usize * self.shared.len() + id as usize)
                 }
@@ -345,28 +344,38 @@ impl PairSink for KeySink<'_> {
             let j = if known != 0 {
                 known - 1
             } else {
-                let h = hash_pairs(key.iter().copied());
-                let keyed = &ph.keyed;
-                let (j, new) = self
-                    .index
-                    .find(h, &keyed.hash, |j| keyed.pairs(j) == key.as_slice());
-                if new {
-                    ph.keyed.push_job(key.iter().copied(), 0);
-                    ph.keyed.hash.push(h);
-                }
-                if let Some(e) = single {
-                    self.single[e] = j + 1;
-                }
-                j
+                self.look_up(single)
             };
-            ph.keyed.uses[j as usize] += 1;
-            ph.point_job.push(KEYED | j);
+            self.ph.keyed.uses[j as usize] += 1;
+            self.ph.point_job.push(KEYED | j);
         } else {
-            let j = ph.unique.push_job(key.iter().copied(), 1);
-            ph.point_job.push(j);
+            let j = self.ph.unique.push_job(self.key.iter().copied(), 1);
+            self.ph.point_job.push(j);
         }
         self.key.clear();
         self.all_shared = self.share;
+    }
+}
+
+impl KeySink<'_> {
+    /// The keyed job of the current key, found in (or added to) the index; recorded in the
+    /// single-pair table at `single`, if any.
+    #[inline(never)]
+    fn look_up(&mut self, single: Option<usize>) -> u32 {
+        let (ph, key) = (&mut self.ph, &self.key);
+        let h = hash_pairs(key.iter().copied());
+        let keyed = &ph.keyed;
+        let (j, new) = self
+            .index
+            .find(h, &keyed.hash, |j| keyed.pairs(j) == key.as_slice());
+        if new {
+            ph.keyed.push_job(key.iter().copied(), 0);
+            ph.keyed.hash.push(h);
+        }
+        if let Some(e) = single {
+            self.single[e] = j + 1;
+        }
+        j
     }
 }
 
