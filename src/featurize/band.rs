@@ -204,12 +204,17 @@ fn task_point_rows(
     bases: &[usize],
     owned: &[Owned],
 ) -> Vec<u32> {
+    // Each keyed job's row once (a task has far fewer jobs than points), then one lookup
+    // per point.
+    let job_rows: Vec<u32> = owner
+        .iter()
+        .map(|&(ot, oj)| (bases[ot as usize] + owned[ot as usize].1[oj as usize] as usize) as u32)
+        .collect();
     task.point_job
         .iter()
         .map(|&pj| {
             if pj & KEYED != 0 {
-                let (ot, oj) = owner[(pj & !KEYED) as usize];
-                (bases[ot as usize] + owned[ot as usize].1[oj as usize] as usize) as u32
+                job_rows[(pj & !KEYED) as usize]
             } else {
                 (unique_base + pj as usize) as u32
             }
