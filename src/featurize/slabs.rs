@@ -110,7 +110,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 /// The slabs of `pattern` for `threads` threads: one per thread, or up to
 /// [`SLABS_PER_THREAD`] per thread while the margins stay within [`MARGIN_SHARE_PERCENT`] of
-/// the rows, of about equal entries, each with at least `min_entries` entries and many times
+/// the rows, of about equal work (see [`cut_rows`]), each with at least `min_entries` entries and many times
 /// its margins in rows; a single whole slab for one thread or a pattern too small to cut.
 pub(crate) fn split(
     plan: &Plan,
@@ -162,18 +162,36 @@ pub(crate) fn split(
         .collect()
 }
 
-/// Row bounds `0 = b_0 < b_1 < … = nrows` of up to `count` ranges of about equal entries,
-/// the inner bounds multiples of `align`.
+/// What a non-empty pattern row weighs in a slab's work beside its entries, in entries. The
+/// layers after the first coarsen the pattern, and the points of sparse rows merge later
+/// than those of dense ones, so of two slabs of equal entries the one with more rows has
+/// more points to compute (R-MAT 10 M on WACO: 42 against 35 M points over the layers).
+/// Too small and the sparse slab finishes last; too large and the dense one does
+/// (BENCHMARKS.md, "Slabs weighed by rows").
+const ROW_WEIGHT_IN_ENTRIES: usize = 2;
+
+/// Row bounds `0 = b_0 < b_1 < … = nrows` of up to `count` ranges of about equal work
+/// (entries plus [`ROW_WEIGHT_IN_ENTRIES`] per non-empty row), the inner bounds multiples of
+/// `align`.
 fn cut_rows(pattern: &CsrPattern, count: usize, align: u64) -> Vec<u64> {
     let (rows, starts) = (pattern.nonempty_rows(), pattern.row_starts());
-    let nnz = pattern.nnz();
+    // The work before non-empty row `i`, which grows with `i`.
+    let work = |i: usize| starts[i] + ROW_WEIGHT_IN_ENTRIES * i;
+    let total = work(rows.len());
     let nrows = pattern.nrows() as u64;
     let mut bounds = vec![0u64];
     for s in 1..count {
         // The first non-empty row at or past the share, rounded to a multiple of `align`.
-        let i = starts
-            .partition_point(|&e| e < nnz * s / count)
-            .min(rows.len());
+        let share = total * s / count;
+        let (mut i, mut end) = (0, rows.len());
+        while i < end {
+            let mid = (i + end) / 2;
+            if work(mid) < share {
+                i = mid + 1;
+            } else {
+                end = mid;
+            }
+        }
         let Some(&row) = rows.get(i) else { break };
         let b = u64::from(row) / align * align;
         if b > *bounds.last().unwrap_or(&0) && b < nrows {
@@ -198,6 +216,25 @@ mod tests {
         let plan = g.plan();
         assert_eq!(plan.stride_lcm(), 8);
         assert_eq!(plan.slab_margins(), (9, 13));
+    }
+
+    #[test]
+    fn cuts_weigh_rows_beside_entries() {
+        // 100 rows of 10 entries, then 900 rows of one: 1 900 entries and 1 000 rows, so
+        // half the work (1 950) is reached at row 100 + (1 950 − 1 200) / 3 = 350, where
+        // half the entries alone would cut at row 95.
+        let mut row_ptr = vec![0usize];
+        let mut cols = Vec::new();
+        for r in 0..1000usize {
+            let n = if r < 100 { 10 } else { 1 };
+            cols.extend((0..n).map(|c| ((r + 7 * c) % 1000) as u32));
+            cols[row_ptr[r]..].sort_unstable();
+            row_ptr.push(cols.len());
+        }
+        let p = CsrPattern::new(1000, 1000, row_ptr, cols).expect("valid");
+        assert_eq!(ROW_WEIGHT_IN_ENTRIES, 2);
+        assert_eq!(cut_rows(&p, 2, 1), vec![0, 350, 1000]);
+        assert_eq!(cut_rows(&p, 2, 64), vec![0, 320, 1000]);
     }
 
     #[test]
