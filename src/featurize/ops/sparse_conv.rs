@@ -203,9 +203,13 @@ impl Stencil for SparseConv {
             let n = tile.len() / cout;
             let pairs = jobs.starts[first] as usize..jobs.starts[first + n] as usize;
             let mut o = 0u32;
+            prefetch_row_l1(&tile[..cout]);
             for i in pairs {
                 while jobs.starts[first + o as usize + 1] as usize <= i {
                     o += 1;
+                    // The tile's products write the row once the buckets are full: without
+                    // this, each output row's first write waits on memory.
+                    prefetch_row_l1(&tile[o as usize * cout..][..cout]);
                 }
                 let (kappa, id) = jobs.pairs[i];
                 let slot = jobs.slots.get(i).copied().unwrap_or(u32::MAX);
