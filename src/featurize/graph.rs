@@ -117,13 +117,13 @@ impl Default for RunKnobs {
 ///
 /// A run uses the threads of its rayon pool (see [`FeaturizeOptions::threads`]) two ways. A
 /// pattern of at least 2 Mi entries is cut into *slabs*, ranges of rows of about equal
-/// entries (at least 1 Mi each; one per thread, or a few per thread when the layers read
-/// only a few rows around each point), which run side by side, each streaming its rows (and
-/// the margin rows its rows depend on, recomputed by both neighbours) through the whole
-/// layer stack; their pooled sums are joined at the end. Within a run, every band step
-/// splits its work into parallel tasks. Slabs meet once; tasks meet at every step. Each
-/// slab's run holds its own band windows, so a run cut into `s` slabs holds up to `s` times
-/// the memory of one (all of it charged to the one budget).
+/// work (entries, and two per non-empty row; at least 1 Mi entries each; one per thread, or
+/// a few per thread when the layers read only a few rows around each point), which run side
+/// by side, each streaming its rows (and the margin rows its rows depend on, recomputed by
+/// both neighbours) through the whole layer stack; their pooled sums are joined at the end.
+/// Within a run, every band step splits its work into parallel tasks. Slabs meet once;
+/// tasks meet at every step. Each slab's run holds its own band windows, so a run cut into
+/// `s` slabs holds up to `s` times the memory of one (all of it charged to the one budget).
 ///
 /// `Send + Sync`, shared by reference across threads; `run` takes `&self`. The graph is
 /// immutable after construction except for a pool of released feature tables (behind a

@@ -110,8 +110,9 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 /// The slabs of `pattern` for `threads` threads: one per thread, or up to
 /// [`SLABS_PER_THREAD`] per thread while the margins stay within [`MARGIN_SHARE_PERCENT`] of
-/// the rows, of about equal work (see [`cut_rows`]), each with at least `min_entries` entries and many times
-/// its margins in rows; a single whole slab for one thread or a pattern too small to cut.
+/// the rows, of about equal work (see [`cut_rows`]), each with at least `min_entries`
+/// entries and many times its margins in rows; a single whole slab for one thread or a
+/// pattern too small to cut.
 pub(crate) fn split(
     plan: &Plan,
     pattern: &CsrPattern,
