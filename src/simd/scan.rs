@@ -11,7 +11,9 @@
 //! compares each column of the input row once with all 16, accumulating per lane how many
 //! columns lie left of the window (the index of its first neighbour) and which window
 //! positions hold a column (its neighbour mask). The branches then depend on the rows, not
-//! on the points. (A per-point vector search, 16 columns per comparison instead of one, was
+//! on the points, and the columns are taken in runs of four with no branch between them
+//! (a run may end past the windows or the row: such columns add nothing), so a kernel row of
+//! a sparse pattern's short rows costs one predictable loop exit rather than one per column. (A per-point vector search, 16 columns per comparison instead of one, was
 //! measured too: it lengthens each cursor's dependency chain and lost to the scalar walk on
 //! AVX-512 and AVX2; BENCHMARKS.md keeps the numbers.) The scalar level keeps the cursor
 //! walk.
@@ -85,14 +87,19 @@ mod x86 {
         ) -> (usize, Self, Self);
     }
 
-    /// The first index from `from` on whose column is at least `lo_min` (or at least 0): the
-    /// caller's cursor is usually a few columns left of the first window.
+    /// Columns a window search takes per loop iteration, the last ones possibly past the
+    /// windows or the row (masked out, or adding nothing): a search then costs a
+    /// mispredicted loop exit per run rather than per column. Trades wasted comparisons
+    /// on runs that end early against branches on the short rows of sparse patterns.
+    const RUN: usize = 4;
+
+    /// `from` advanced by whole [`RUN`]s of columns left of `lo_min`.
     #[inline(always)]
-    fn skip_left(row: &[u32], from: usize, lo_min: i32) -> usize {
+    fn skip_runs(row: &[u32], from: usize, lo_min: i32) -> usize {
         let floor = lo_min.max(0) as u32;
         let mut start = from;
-        while start < row.len() && row[start] < floor {
-            start += 1;
+        while start + RUN <= row.len() && row[start + RUN - 1] < floor {
+            start += RUN;
         }
         start
     }
@@ -139,7 +146,7 @@ mod x86 {
         ) -> (usize, Self, Self) {
             let lanes = (u32::MAX >> (32 - n)) as u16;
             let hi_max = i64::from(lo_max) + i64::from(span);
-            let start = skip_left(row, from, lo_min);
+            let len = row.len();
             // SAFETY: AVX-512 F (caller contract).
             unsafe {
                 let ones = _mm512_set1_epi32(1);
@@ -147,23 +154,29 @@ mod x86 {
                 let count = _mm_cvtsi32_si128(shift as i32);
                 let mut below = _mm512_setzero_si512();
                 let mut bits = _mm512_setzero_si512();
-                let mut next = start;
-                let mut i = start;
-                while i < row.len() && i64::from(row[i]) <= hi_max {
-                    let c = row[i];
-                    next += usize::from((c as i32) < lo_max);
-                    let y = _mm512_set1_epi32(c as i32);
-                    // `y − lo_j` as unsigned: the distance into window `j`, or above `span`
-                    // (wrapped) when the column is left of it.
-                    let d = _mm512_sub_epi32(y, lo);
-                    let inside = _mm512_mask_cmple_epu32_mask(lanes, d, width);
-                    let bit = _mm512_sllv_epi32(ones, _mm512_srl_epi32(d, count));
-                    bits = _mm512_mask_or_epi32(bits, inside, bits, bit);
-                    if FIRSTS {
-                        let left = _mm512_mask_cmplt_epi32_mask(lanes, y, lo);
-                        below = _mm512_mask_add_epi32(below, left, below, ones);
+                let start = skip_runs(row, from, lo_min);
+                let (mut next, mut i) = (start, start);
+                // Whole runs of columns, the last one possibly past the windows or the row:
+                // such columns add nothing (see `RUN`).
+                while i < len && i64::from(row[i]) <= hi_max {
+                    for at in i..i + RUN {
+                        let valid = at < len;
+                        let c = row[at.min(len - 1)];
+                        next += usize::from(valid & ((c as i32) < lo_max));
+                        let keep = lanes & 0u16.wrapping_sub(u16::from(valid));
+                        let y = _mm512_set1_epi32(c as i32);
+                        // `y − lo_j` as unsigned: the distance into window `j`, or above `span`
+                        // (wrapped) when the column is left of it.
+                        let d = _mm512_sub_epi32(y, lo);
+                        let inside = _mm512_mask_cmple_epu32_mask(keep, d, width);
+                        let bit = _mm512_sllv_epi32(ones, _mm512_srl_epi32(d, count));
+                        bits = _mm512_mask_or_epi32(bits, inside, bits, bit);
+                        if FIRSTS {
+                            let left = _mm512_mask_cmplt_epi32_mask(keep, y, lo);
+                            below = _mm512_mask_add_epi32(below, left, below, ones);
+                        }
                     }
-                    i += 1;
+                    i += RUN;
                 }
                 // Indices are below 2^32: the lane sum wraps like `u32`.
                 let first = if FIRSTS {
@@ -236,7 +249,7 @@ mod x86 {
             shift: u32,
         ) -> (usize, Self, Self) {
             let hi_max = i64::from(lo_max) + i64::from(span);
-            let start = skip_left(row, from, lo_min);
+            let len = row.len();
             // SAFETY: AVX2 (caller contract).
             unsafe {
                 let ones = _mm256_set1_epi32(1);
@@ -244,25 +257,33 @@ mod x86 {
                 let count = _mm_cvtsi32_si128(shift as i32);
                 let (mut below_a, mut below_b) = (_mm256_setzero_si256(), _mm256_setzero_si256());
                 let (mut bits_a, mut bits_b) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-                let mut next = start;
-                let mut i = start;
-                while i < row.len() && i64::from(row[i]) <= hi_max {
-                    let c = row[i];
-                    next += usize::from((c as i32) < lo_max);
-                    let y = _mm256_set1_epi32(c as i32);
-                    let (d_a, d_b) = (_mm256_sub_epi32(y, lo.0), _mm256_sub_epi32(y, lo.1));
-                    let in_a = _mm256_cmpeq_epi32(_mm256_min_epu32(d_a, width), d_a);
-                    let in_b = _mm256_cmpeq_epi32(_mm256_min_epu32(d_b, width), d_b);
-                    let bit_a = _mm256_sllv_epi32(ones, _mm256_srl_epi32(d_a, count));
-                    let bit_b = _mm256_sllv_epi32(ones, _mm256_srl_epi32(d_b, count));
-                    bits_a = _mm256_or_si256(bits_a, _mm256_and_si256(in_a, bit_a));
-                    bits_b = _mm256_or_si256(bits_b, _mm256_and_si256(in_b, bit_b));
-                    if FIRSTS {
-                        // Lanes with `lo_j > y` are −1: subtracting them counts the column.
-                        below_a = _mm256_sub_epi32(below_a, _mm256_cmpgt_epi32(lo.0, y));
-                        below_b = _mm256_sub_epi32(below_b, _mm256_cmpgt_epi32(lo.1, y));
+                let start = skip_runs(row, from, lo_min);
+                let (mut next, mut i) = (start, start);
+                // Whole runs of columns, as on AVX-512; past the row, the row's last column
+                // again (its bits are set already) and not counted.
+                while i < len && i64::from(row[i]) <= hi_max {
+                    for at in i..i + RUN {
+                        let valid = at < len;
+                        let c = row[at.min(len - 1)];
+                        next += usize::from(valid & ((c as i32) < lo_max));
+                        let y = _mm256_set1_epi32(c as i32);
+                        let (d_a, d_b) = (_mm256_sub_epi32(y, lo.0), _mm256_sub_epi32(y, lo.1));
+                        let in_a = _mm256_cmpeq_epi32(_mm256_min_epu32(d_a, width), d_a);
+                        let in_b = _mm256_cmpeq_epi32(_mm256_min_epu32(d_b, width), d_b);
+                        let bit_a = _mm256_sllv_epi32(ones, _mm256_srl_epi32(d_a, count));
+                        let bit_b = _mm256_sllv_epi32(ones, _mm256_srl_epi32(d_b, count));
+                        bits_a = _mm256_or_si256(bits_a, _mm256_and_si256(in_a, bit_a));
+                        bits_b = _mm256_or_si256(bits_b, _mm256_and_si256(in_b, bit_b));
+                        if FIRSTS {
+                            // Lanes with `lo_j > y` are −1: subtracting them counts the column.
+                            let v = _mm256_set1_epi32(-i32::from(valid));
+                            let left_a = _mm256_and_si256(_mm256_cmpgt_epi32(lo.0, y), v);
+                            let left_b = _mm256_and_si256(_mm256_cmpgt_epi32(lo.1, y), v);
+                            below_a = _mm256_sub_epi32(below_a, left_a);
+                            below_b = _mm256_sub_epi32(below_b, left_b);
+                        }
                     }
-                    i += 1;
+                    i += RUN;
                 }
                 let first = if FIRSTS {
                     let base = _mm256_set1_epi32(start as u32 as i32);
