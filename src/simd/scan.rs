@@ -11,9 +11,8 @@
 //! compares each column of the input row once with all 16, accumulating per lane how many
 //! columns lie left of the window (the index of its first neighbour) and which window
 //! positions hold a column (its neighbour mask). The branches then depend on the rows, not
-//! on the points, and the columns are taken in runs of four with no branch between them
-//! (a run may end past the windows or the row: such columns add nothing), so a kernel row of
-//! a sparse pattern's short rows costs one predictable loop exit rather than one per column. (A per-point vector search, 16 columns per comparison instead of one, was
+//! on the points; the columns are taken in runs of four with no branch between them while a
+//! whole run lies within the windows' reach, so a kernel row has fewer loop exits to predict. (A per-point vector search, 16 columns per comparison instead of one, was
 //! measured too: it lengthens each cursor's dependency chain and lost to the scalar walk on
 //! AVX-512 and AVX2; BENCHMARKS.md keeps the numbers.) The scalar level keeps the cursor
 //! walk.
@@ -87,13 +86,13 @@ mod x86 {
         ) -> (usize, Self, Self);
     }
 
-    /// Columns a window search takes per loop iteration, the last ones possibly past the
-    /// windows or the row (masked out, or adding nothing): a search then costs a
-    /// mispredicted loop exit per run rather than per column. Trades wasted comparisons
-    /// on runs that end early against branches on the short rows of sparse patterns.
+    /// Columns a window search takes per loop iteration while a whole run lies inside the
+    /// windows' reach (the rest go one at a time): fewer loop exits to predict on rows of
+    /// varying length. Runs that would reach past the windows (wasted comparisons, masked)
+    /// lost more on rows of constant length, banded matrices, than they gained on the others.
     const RUN: usize = 4;
 
-    /// `from` advanced by whole [`RUN`]s of columns left of `lo_min`.
+    /// `from` advanced by whole [`RUN`]s of columns left of `lo_min` (or of 0).
     #[inline(always)]
     fn skip_runs(row: &[u32], from: usize, lo_min: i32) -> usize {
         let floor = lo_min.max(0) as u32;
@@ -156,27 +155,36 @@ mod x86 {
                 let mut bits = _mm512_setzero_si512();
                 let start = skip_runs(row, from, lo_min);
                 let (mut next, mut i) = (start, start);
-                // Whole runs of columns, the last one possibly past the windows or the row:
-                // such columns add nothing (see `RUN`).
-                while i < len && i64::from(row[i]) <= hi_max {
-                    for at in i..i + RUN {
-                        let valid = at < len;
-                        let c = row[at.min(len - 1)];
-                        next += usize::from(valid & ((c as i32) < lo_max));
-                        let keep = lanes & 0u16.wrapping_sub(u16::from(valid));
+                // One column against the 16 windows (a macro: a closure would not inherit
+                // the level's target features).
+                macro_rules! step {
+                    ($c:expr) => {{
+                        let c: u32 = $c;
+                        next += usize::from((c as i32) < lo_max);
                         let y = _mm512_set1_epi32(c as i32);
                         // `y − lo_j` as unsigned: the distance into window `j`, or above `span`
                         // (wrapped) when the column is left of it.
                         let d = _mm512_sub_epi32(y, lo);
-                        let inside = _mm512_mask_cmple_epu32_mask(keep, d, width);
+                        let inside = _mm512_mask_cmple_epu32_mask(lanes, d, width);
                         let bit = _mm512_sllv_epi32(ones, _mm512_srl_epi32(d, count));
                         bits = _mm512_mask_or_epi32(bits, inside, bits, bit);
                         if FIRSTS {
-                            let left = _mm512_mask_cmplt_epi32_mask(keep, y, lo);
+                            let left = _mm512_mask_cmplt_epi32_mask(lanes, y, lo);
                             below = _mm512_mask_add_epi32(below, left, below, ones);
                         }
+                    }};
+                }
+                // Whole runs of columns inside the windows' reach (no branch between their
+                // columns), then the rest one at a time.
+                while i + RUN <= len && i64::from(row[i + RUN - 1]) <= hi_max {
+                    for &c in &row[i..i + RUN] {
+                        step!(c);
                     }
                     i += RUN;
+                }
+                while i < len && i64::from(row[i]) <= hi_max {
+                    step!(row[i]);
+                    i += 1;
                 }
                 // Indices are below 2^32: the lane sum wraps like `u32`.
                 let first = if FIRSTS {
@@ -259,13 +267,10 @@ mod x86 {
                 let (mut bits_a, mut bits_b) = (_mm256_setzero_si256(), _mm256_setzero_si256());
                 let start = skip_runs(row, from, lo_min);
                 let (mut next, mut i) = (start, start);
-                // Whole runs of columns, as on AVX-512; past the row, the row's last column
-                // again (its bits are set already) and not counted.
-                while i < len && i64::from(row[i]) <= hi_max {
-                    for at in i..i + RUN {
-                        let valid = at < len;
-                        let c = row[at.min(len - 1)];
-                        next += usize::from(valid & ((c as i32) < lo_max));
+                macro_rules! step {
+                    ($c:expr) => {{
+                        let c: u32 = $c;
+                        next += usize::from((c as i32) < lo_max);
                         let y = _mm256_set1_epi32(c as i32);
                         let (d_a, d_b) = (_mm256_sub_epi32(y, lo.0), _mm256_sub_epi32(y, lo.1));
                         let in_a = _mm256_cmpeq_epi32(_mm256_min_epu32(d_a, width), d_a);
@@ -276,14 +281,21 @@ mod x86 {
                         bits_b = _mm256_or_si256(bits_b, _mm256_and_si256(in_b, bit_b));
                         if FIRSTS {
                             // Lanes with `lo_j > y` are −1: subtracting them counts the column.
-                            let v = _mm256_set1_epi32(-i32::from(valid));
-                            let left_a = _mm256_and_si256(_mm256_cmpgt_epi32(lo.0, y), v);
-                            let left_b = _mm256_and_si256(_mm256_cmpgt_epi32(lo.1, y), v);
-                            below_a = _mm256_sub_epi32(below_a, left_a);
-                            below_b = _mm256_sub_epi32(below_b, left_b);
+                            below_a = _mm256_sub_epi32(below_a, _mm256_cmpgt_epi32(lo.0, y));
+                            below_b = _mm256_sub_epi32(below_b, _mm256_cmpgt_epi32(lo.1, y));
                         }
+                    }};
+                }
+                // As on AVX-512: whole runs, then the rest one column at a time.
+                while i + RUN <= len && i64::from(row[i + RUN - 1]) <= hi_max {
+                    for &c in &row[i..i + RUN] {
+                        step!(c);
                     }
                     i += RUN;
+                }
+                while i < len && i64::from(row[i]) <= hi_max {
+                    step!(row[i]);
+                    i += 1;
                 }
                 let first = if FIRSTS {
                     let base = _mm256_set1_epi32(start as u32 as i32);
