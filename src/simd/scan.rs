@@ -12,7 +12,8 @@
 //! columns lie left of the window (the index of its first neighbour) and which window
 //! positions hold a column (its neighbour mask). The branches then depend on the rows, not
 //! on the points; the columns are taken in runs of four with no branch between them while a
-//! whole run lies within the windows' reach, so a kernel row has fewer loop exits to predict. (A per-point vector search, 16 columns per comparison instead of one, was
+//! whole run lies within the windows' reach, so a kernel row has fewer loop exits to
+//! predict. (A per-point vector search, 16 columns per comparison instead of one, was
 //! measured too: it lengthens each cursor's dependency chain and lost to the scalar walk on
 //! AVX-512 and AVX2; BENCHMARKS.md keeps the numbers.) The scalar level keeps the cursor
 //! walk.
