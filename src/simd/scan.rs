@@ -93,6 +93,27 @@ mod x86 {
     /// lost more on rows of constant length, banded matrices, than they gained on the others.
     const RUN: usize = 4;
 
+    /// A window search's walk from index `$i` of `$row`: whole [`RUN`]s of columns while a
+    /// run's last column is within `$hi_max` (no branch between their columns), then the
+    /// rest one at a time while within it; `$step!(c)` for each column `c`. (A macro rather
+    /// than a function taking a closure: the closure would not inherit the level's target
+    /// features.)
+    macro_rules! scan_columns {
+        ($row:expr, $i:ident, $hi_max:expr, $step:ident) => {
+            let (row, hi_max): (&[u32], i64) = ($row, $hi_max);
+            while $i + RUN <= row.len() && i64::from(row[$i + RUN - 1]) <= hi_max {
+                for &c in &row[$i..$i + RUN] {
+                    $step!(c);
+                }
+                $i += RUN;
+            }
+            while $i < row.len() && i64::from(row[$i]) <= hi_max {
+                $step!(row[$i]);
+                $i += 1;
+            }
+        };
+    }
+
     /// `from` advanced by whole [`RUN`]s of columns left of `lo_min` (or of 0).
     #[inline(always)]
     fn skip_runs(row: &[u32], from: usize, lo_min: i32) -> usize {
@@ -146,7 +167,6 @@ mod x86 {
         ) -> (usize, Self, Self) {
             let lanes = (u32::MAX >> (32 - n)) as u16;
             let hi_max = i64::from(lo_max) + i64::from(span);
-            let len = row.len();
             // SAFETY: AVX-512 F (caller contract).
             unsafe {
                 let ones = _mm512_set1_epi32(1);
@@ -175,18 +195,7 @@ mod x86 {
                         }
                     }};
                 }
-                // Whole runs of columns inside the windows' reach (no branch between their
-                // columns), then the rest one at a time.
-                while i + RUN <= len && i64::from(row[i + RUN - 1]) <= hi_max {
-                    for &c in &row[i..i + RUN] {
-                        step!(c);
-                    }
-                    i += RUN;
-                }
-                while i < len && i64::from(row[i]) <= hi_max {
-                    step!(row[i]);
-                    i += 1;
-                }
+                scan_columns!(row, i, hi_max, step);
                 // Indices are below 2^32: the lane sum wraps like `u32`.
                 let first = if FIRSTS {
                     _mm512_add_epi32(below, _mm512_set1_epi32(start as u32 as i32))
@@ -258,7 +267,6 @@ mod x86 {
             shift: u32,
         ) -> (usize, Self, Self) {
             let hi_max = i64::from(lo_max) + i64::from(span);
-            let len = row.len();
             // SAFETY: AVX2 (caller contract).
             unsafe {
                 let ones = _mm256_set1_epi32(1);
@@ -287,17 +295,7 @@ mod x86 {
                         }
                     }};
                 }
-                // As on AVX-512: whole runs, then the rest one column at a time.
-                while i + RUN <= len && i64::from(row[i + RUN - 1]) <= hi_max {
-                    for &c in &row[i..i + RUN] {
-                        step!(c);
-                    }
-                    i += RUN;
-                }
-                while i < len && i64::from(row[i]) <= hi_max {
-                    step!(row[i]);
-                    i += 1;
-                }
+                scan_columns!(row, i, hi_max, step);
                 let first = if FIRSTS {
                     let base = _mm256_set1_epi32(start as u32 as i32);
                     Avx2Lanes(
