@@ -7,7 +7,7 @@
 //! chain over `ci` ascending, starting from +0.0** — the same operations on every level, since
 //! each output channel `j` is its own lane — and then writes `dst_r = p_r` (its offset has
 //! the [`FRESH`] bit) or `dst_r = dst_r + p_r` (one rounding). The rows are taken `MR` at a
-//! time and written in order, each output row read right before it is written, so
+//! time and written in order, each output row added to read right before it is written, so
 //! contributions of several rows (or calls) to one output row are added in order.
 //!
 //! Register blocking differs per level and never changes the arithmetic of a lane:
@@ -255,16 +255,17 @@ mod x86 {
             }
             wp = wp.wrapping_add(cout);
         }
+        // Without a branch per row (whether a row is fresh follows the data): a fresh row's
+        // lanes load nothing and keep the product; the others get `old + product`.
         for r in 0..M {
+            let add = if fresh & (1 << r) != 0 { 0 } else { mask };
             for v in 0..V {
-                // SAFETY: output row `r` has `cout` values from `outs[r]`.
+                // SAFETY: output row `r` has `cout` values from `outs[r]`; masked-off lanes
+                // are not read.
                 unsafe {
                     let o = p.outs[r].add(j0 + 16 * v);
-                    let val = if fresh & (1 << r) != 0 {
-                        acc[r][v]
-                    } else {
-                        _mm512_add_ps(_mm512_maskz_loadu_ps(mask, o), acc[r][v])
-                    };
+                    let old = _mm512_maskz_loadu_ps(add, o);
+                    let val = _mm512_mask_add_ps(acc[r][v], add, old, acc[r][v]);
                     _mm512_mask_storeu_ps(o, mask, val);
                 }
             }
@@ -358,17 +359,16 @@ mod x86 {
             }
             wp = wp.wrapping_add(cout);
         }
+        // Without a branch per row, as on AVX-512: every row gets `old + product`, and a
+        // fresh row's lanes take the product instead.
         for r in 0..M {
+            let keep = _mm256_castsi256_ps(_mm256_set1_epi32(-((fresh >> r) as i32 & 1)));
             for v in 0..V {
                 // SAFETY: output row `r` has `cout` values, `j0 + 8·V <= cout`.
                 unsafe {
                     let o = p.outs[r].add(j0 + 8 * v);
-                    let val = if fresh & (1 << r) != 0 {
-                        acc[r][v]
-                    } else {
-                        _mm256_add_ps(_mm256_loadu_ps(o), acc[r][v])
-                    };
-                    _mm256_storeu_ps(o, val);
+                    let sum = _mm256_add_ps(_mm256_loadu_ps(o), acc[r][v]);
+                    _mm256_storeu_ps(o, _mm256_blendv_ps(sum, acc[r][v], keep));
                 }
             }
         }
