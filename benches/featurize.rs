@@ -42,6 +42,9 @@ use dashrank::featurize::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
 use dashrank::featurize::{FeaturizeOptions, FeaturizeStats, FeaturizerGraph};
 use dashrank::CsrPattern;
 
+#[path = "common/fma_peak.rs"]
+mod fma_peak;
+
 type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// Wait before timing Rust after the numpy child worked (see its use).
@@ -320,6 +323,8 @@ struct Bench {
     worker: Worker,
     /// numpy sgemm GMAC/s, 2 threads, measured at the start of each section.
     peak: f64,
+    /// The widest vectors' fused multiply-add peak of one core (GMAC/s; 0 when unknown).
+    fma_core: f64,
     numpy_max_nnz: usize,
 }
 
@@ -461,8 +466,16 @@ impl Bench {
             .join(bundle.file_name().unwrap_or_default());
         let (spec, json) = self.worker.graph(bundle, &dir)?;
         self.peak = self.worker.sgemm()?;
+        let of_fma = if self.fma_core > 0.0 {
+            format!(
+                " ({:.0} % of two cores' fused multiply-add peak)",
+                100.0 * self.peak / (2.0 * self.fma_core)
+            )
+        } else {
+            String::new()
+        };
         println!(
-            "load average {} at start; numpy float32 matmul (2048², 2 threads): {:.1} GMAC/s\n",
+            "load average {} at start; numpy float32 matmul (2048², 2 threads): {:.1} GMAC/s{of_fma}\n",
             load(),
             self.peak
         );
@@ -548,6 +561,19 @@ fn main() -> BoxResult<()> {
         RUST_QUICK.as_secs(),
         RUST_BUDGET.as_secs()
     );
+    let peaks = fma_peak::fma_peaks();
+    let listed: Vec<String> = peaks
+        .iter()
+        .map(|(level, g)| format!("{level} {g:.1} GMAC/s"))
+        .collect();
+    println!(
+        "Fused multiply-add peak of one core (independent chains, no memory): {}.",
+        if listed.is_empty() {
+            "not measured on this CPU".to_string()
+        } else {
+            listed.join(", ")
+        }
+    );
     let numpy_max_nnz = std::env::var("DASHRANK_BENCH_NUMPY_MAX_NNZ")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -556,6 +582,7 @@ fn main() -> BoxResult<()> {
         repo,
         worker,
         peak: 0.0,
+        fma_core: peaks.first().map_or(0.0, |p| p.1),
         numpy_max_nnz,
     };
     b.sections(&sections)
