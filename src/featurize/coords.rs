@@ -223,11 +223,28 @@ fn snap_dedup(buf: &mut [u32], a: &[u32], snap: impl Fn(u32) -> u32) -> usize {
 /// values; `snap` is monotone, so the snapped rows stay sorted). No step of the merge
 /// branches on the data: each value is written, and kept by advancing the end only when it
 /// differs from the last one kept (a repeat test that branched mispredicted on about every
-/// other point of the deep layers).
+/// other point of the deep layers). While both rows have a value after their heads, the
+/// heads are kept in registers and both next values loaded before the comparison picks one,
+/// so a step waits on a comparison and a select rather than on a load.
 fn merge2_dedup(buf: &mut [u32], a: &[u32], b: &[u32], snap: impl Fn(u32) -> u32) -> usize {
     // Coordinates are below `i32::MAX`, so no snapped value equals the sentinel.
     let mut last = u32::MAX;
     let (mut i, mut j, mut n) = (0, 0, 0);
+    if let (Some(&a0), Some(&b0)) = (a.first(), b.first()) {
+        let (mut x, mut y) = (snap(a0), snap(b0));
+        while i + 1 < a.len() && j + 1 < b.len() {
+            let (next_x, next_y) = (snap(a[i + 1]), snap(b[j + 1]));
+            let v = x.min(y);
+            let (take_a, take_b) = (x <= y, y <= x);
+            i += usize::from(take_a);
+            j += usize::from(take_b);
+            x = if take_a { next_x } else { x };
+            y = if take_b { next_y } else { y };
+            buf[n] = v;
+            n += usize::from(v != last);
+            last = v;
+        }
+    }
     while i < a.len() && j < b.len() {
         let (x, y) = (snap(a[i]), snap(b[j]));
         let v = x.min(y);
