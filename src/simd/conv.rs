@@ -21,8 +21,10 @@
 /// Offset flag: store the product instead of adding it.
 pub(crate) const FRESH: usize = 1 << (usize::BITS - 1);
 
-/// Arguments of one kernel call (see the module docs). Checked once per call by
-/// [`GemmArgs::check`]; the kernels index within these bounds.
+/// Arguments of one kernel call (see the module docs). Checked by [`GemmArgs::check`]
+/// (shapes) and, for the rows, once per call with vector compares on AVX-512, per group of
+/// rows on AVX2 ([`GemmArgs::check_group`]) and by slice indexing on the scalar level; the
+/// kernels index within these bounds.
 pub(crate) struct GemmArgs<'a> {
     /// Table of input rows of `cin` values each.
     pub x: &'a [f32],
@@ -38,11 +40,21 @@ pub(crate) struct GemmArgs<'a> {
     pub offs: &'a [usize],
 }
 
+/// A kernel call's shape, from [`GemmArgs::check`].
+#[derive(Clone, Copy)]
+struct Shape {
+    /// Input channels.
+    cin: usize,
+    /// Rows in the input table (`usize::MAX` when `cin` is 0: no row is read).
+    table_rows: usize,
+}
+
 impl GemmArgs<'_> {
-    /// `cin`, after checking every bound the kernels rely on (panics on a caller bug).
-    /// Inlined into each kernel, so the checks are compiled with the kernel's instruction set.
+    /// The call's shape, after checking it (panics on a caller bug); each level checks the
+    /// rows (see [`GemmArgs`]). Inlined into each kernel, so the checks are compiled with
+    /// the kernel's instruction set.
     #[inline(always)]
-    fn check(&self) -> usize {
+    fn check(&self) -> Shape {
         assert_eq!(
             self.offs.len(),
             self.rows.len(),
@@ -50,18 +62,26 @@ impl GemmArgs<'_> {
         );
         assert!(self.cout > 0 && self.w.len().is_multiple_of(self.cout));
         let cin = self.w.len() / self.cout;
-        // Maxima by folds without early exit, which vectorize: the checks run once per call.
-        let last_row = self.rows.iter().fold(0, |m, &r| m.max(r)) as usize;
-        assert!(
-            self.rows.is_empty() || (last_row + 1) * cin <= self.x.len(),
-            "input rows in the table"
-        );
-        let last_out = self.offs.iter().fold(0, |m, &o| m.max(o & !FRESH));
-        assert!(
-            self.offs.is_empty() || last_out + self.cout <= self.dst.len(),
-            "output rows in bounds"
-        );
-        cin
+        let table_rows = self.x.len().checked_div(cin).unwrap_or(usize::MAX);
+        Shape { cin, table_rows }
+    }
+
+    /// Checks that rows `first..first + M` are in the input table and their output rows in
+    /// `dst` (panics on a caller bug). Per group of rows rather than per call: a scalar fold
+    /// over a whole call's list (a few dozen rows, too short for its vectorized loop) is a
+    /// serial chain of compares that costs about as much as a group's products.
+    #[inline(always)]
+    fn check_group<const M: usize>(&self, first: usize, shape: Shape) {
+        let rows: &[u32; M] = self.rows[first..first + M].try_into().expect("M rows");
+        let offs: &[usize; M] = self.offs[first..first + M].try_into().expect("M rows");
+        let rows_in = rows
+            .iter()
+            .fold(true, |ok, &r| ok & ((r as usize) < shape.table_rows));
+        assert!(rows_in, "input rows in the table");
+        let outs_in = offs.iter().fold(true, |ok, &o| {
+            ok & ((o & !FRESH) + self.cout <= self.dst.len())
+        });
+        assert!(outs_in, "output rows in bounds");
     }
 }
 
@@ -72,7 +92,7 @@ pub(crate) const MR_AVX512: usize = 12;
 
 /// Portable kernel: one output channel at a time, [`f32::mul_add`] over `ci` ascending.
 pub(crate) fn gemm_scalar(a: GemmArgs<'_>) {
-    let cin = a.check();
+    let cin = a.check().cin;
     let cout = a.cout;
     let mut p = [0.0f32; 64];
     for (r, &row) in a.rows.iter().enumerate() {
@@ -106,7 +126,7 @@ pub(crate) fn gemm_scalar(a: GemmArgs<'_>) {
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn gemm_avx2(mut a: GemmArgs<'_>) {
     // SAFETY: this kernel is only handed out for CPUs with AVX2 and FMA
-    // (`Kernels::for_level` checks `SimdLevel::is_supported`); it checks the bounds first.
+    // (`Kernels::for_level` checks `SimdLevel::is_supported`); it checks the bounds before it reads or writes a row.
     unsafe { x86::gemm_avx2(&mut a) }
 }
 
@@ -117,7 +137,7 @@ pub(crate) fn gemm_avx2(mut a: GemmArgs<'_>) {
 #[cfg(target_arch = "x86_64")]
 pub(crate) fn gemm_avx512(mut a: GemmArgs<'_>) {
     // SAFETY: this kernel is only handed out for CPUs with AVX-512 and FMA
-    // (`Kernels::for_level` checks `SimdLevel::is_supported`); it checks the bounds first.
+    // (`Kernels::for_level` checks `SimdLevel::is_supported`); it checks the bounds before it reads or writes a row.
     unsafe { x86::gemm_avx512(&mut a) }
 }
 
@@ -127,7 +147,7 @@ pub(crate) fn gemm_avx512(mut a: GemmArgs<'_>) {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{GemmArgs, FRESH, MR_AVX2, MR_AVX512};
+    use super::{GemmArgs, Shape, FRESH, MR_AVX2, MR_AVX512};
 
     /// Raw pointers of one group of `M` rows: input rows, weights, output rows, and which
     /// rows are stored rather than added.
@@ -140,18 +160,30 @@ mod x86 {
 
     impl<const M: usize> Ptrs<M> {
         /// The group of rows `first..first + M`.
-        fn new(a: &mut GemmArgs<'_>, first: usize, cin: usize) -> Self {
-            let dst = a.dst.as_mut_ptr();
-            let offs = &a.offs[first..first + M];
-            let x = a.x.as_ptr();
-            Self {
-                // `(rows[r] + 1) · cin <= x.len()` (checked by the caller).
-                xs: std::array::from_fn(|r| x.wrapping_add(a.rows[first + r] as usize * cin)),
+        /// The group of rows `first..first + M`, whose rows have been checked (per call or
+        /// per group). A plain loop over raw pointers, which the compiler keeps in registers
+        /// (`array::from_fn` with indexing sent them through the stack; see BENCHMARKS.md).
+        #[inline(always)]
+        fn new(a: &mut GemmArgs<'_>, first: usize, shape: Shape) -> Self {
+            assert!(first + M <= a.rows.len(), "rows of the group");
+            let (x, dst) = (a.x.as_ptr(), a.dst.as_mut_ptr());
+            let (rows, offs) = (a.rows[first..].as_ptr(), a.offs[first..].as_ptr());
+            let mut p = Self {
+                xs: [std::ptr::null(); M],
                 w: a.w.as_ptr(),
-                // `(offs[r] & !FRESH) + cout <= dst.len()` (checked by the caller).
-                outs: std::array::from_fn(|r| dst.wrapping_add(offs[r] & !FRESH)),
-                fresh: (0..M).fold(0, |f, r| f | (u32::from(offs[r] & FRESH != 0) << r)),
+                outs: [std::ptr::null_mut(); M],
+                fresh: 0,
+            };
+            for r in 0..M {
+                // SAFETY: `first + r < rows.len() == offs.len()` (asserted above, `check`).
+                let (row, off) = unsafe { (*rows.add(r), *offs.add(r)) };
+                // `(row + 1) · cin <= x.len()` and `(off & !FRESH) + cout <= dst.len()`
+                // (checked by the caller).
+                p.xs[r] = x.wrapping_add(row as usize * shape.cin);
+                p.outs[r] = dst.wrapping_add(off & !FRESH);
+                p.fresh |= u32::from(off & FRESH != 0) << r;
             }
+            p
         }
     }
 
@@ -161,11 +193,17 @@ mod x86 {
     #[inline(always)]
     fn prefetch_rows(a: &GemmArgs<'_>, from: usize, n: usize, cin: usize) {
         let bytes = (cin * 4).min(256);
-        for &row in a.rows.iter().skip(from).take(n) {
+        let rows = a.rows.get(from..).unwrap_or_default();
+        for &row in &rows[..rows.len().min(n)] {
             let p = a.x.as_ptr().wrapping_add(row as usize * cin).cast::<i8>();
-            for off in (0..bytes).step_by(64) {
-                // SAFETY: `off < 4·cin`, inside the row; prefetching never faults.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(off)) };
+            // SAFETY: `off < 4·cin`, inside the row; prefetching never faults.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(p);
+                let mut off = 64;
+                while off < bytes {
+                    _mm_prefetch::<_MM_HINT_T0>(p.add(off));
+                    off += 64;
+                }
             }
         }
     }
@@ -174,39 +212,83 @@ mod x86 {
 
     /// # Safety
     ///
-    /// AVX-512 F and FMA available. (The bounds are checked here, by [`GemmArgs::check`].)
+    /// AVX-512 F and FMA available. (The bounds are checked here, by [`GemmArgs::check`]
+    /// and `check_rows_avx512`.)
     #[target_feature(enable = "avx512f,fma")]
     pub(super) unsafe fn gemm_avx512(a: &mut GemmArgs<'_>) {
-        let cin = a.check();
+        let shape = a.check();
+        // SAFETY: AVX-512 F (caller contract).
+        unsafe { check_rows_avx512(a, shape) };
         let mut first = 0;
         while first < a.rows.len() {
             let m = (a.rows.len() - first).min(MR_AVX512);
-            prefetch_rows(a, first + m, MR_AVX512, cin);
+            prefetch_rows(a, first + m, MR_AVX512, shape.cin);
             // SAFETY (all arms): forwarded caller contract; rows `first..first + m` exist.
             unsafe {
                 match m {
-                    1 => rows512::<1>(a, first, cin),
-                    2 => rows512::<2>(a, first, cin),
-                    3 => rows512::<3>(a, first, cin),
-                    4 => rows512::<4>(a, first, cin),
-                    5 => rows512::<5>(a, first, cin),
-                    6 => rows512::<6>(a, first, cin),
-                    7 => rows512::<7>(a, first, cin),
-                    8 => rows512::<8>(a, first, cin),
-                    9 => rows512::<9>(a, first, cin),
-                    10 => rows512::<10>(a, first, cin),
-                    11 => rows512::<11>(a, first, cin),
-                    _ => rows512::<12>(a, first, cin),
+                    1 => rows512::<1>(a, first, shape),
+                    2 => rows512::<2>(a, first, shape),
+                    3 => rows512::<3>(a, first, shape),
+                    4 => rows512::<4>(a, first, shape),
+                    5 => rows512::<5>(a, first, shape),
+                    6 => rows512::<6>(a, first, shape),
+                    7 => rows512::<7>(a, first, shape),
+                    8 => rows512::<8>(a, first, shape),
+                    9 => rows512::<9>(a, first, shape),
+                    10 => rows512::<10>(a, first, shape),
+                    11 => rows512::<11>(a, first, shape),
+                    _ => rows512::<12>(a, first, shape),
                 }
             }
             first += m;
         }
     }
 
+    /// Checks that every input row is in the table and every output row in `dst` (panics on
+    /// a caller bug), sixteen rows and eight offsets per compare: a scalar fold over a call's
+    /// few dozen rows is a serial chain that costs as much as a group's products.
+    ///
+    /// # Safety
+    ///
+    /// AVX-512 F available.
+    #[target_feature(enable = "avx512f")]
+    #[inline]
+    unsafe fn check_rows_avx512(a: &GemmArgs<'_>, shape: Shape) {
+        // Row ids are `u32`: a table of 2^32 rows or more holds every one.
+        let rows_end = _mm512_set1_epi32(shape.table_rows.min(u32::MAX as usize) as u32 as i32);
+        let all_rows_in = shape.table_rows > u32::MAX as usize;
+        let mut out = 0u16;
+        for block in a.rows.chunks(16) {
+            let k = (u32::MAX >> (32 - block.len())) as __mmask16;
+            // SAFETY: the lanes in `k` are inside `block`; masked-off lanes are not read.
+            let v = unsafe { _mm512_maskz_loadu_epi32(k, block.as_ptr().cast()) };
+            out |= _mm512_mask_cmpge_epu32_mask(k, v, rows_end);
+        }
+        assert!(all_rows_in || out == 0, "input rows in the table");
+        // `(o & !FRESH) + cout <= dst.len()`, as `o & !FRESH <= dst.len() - cout`.
+        let Some(last_start) = a.dst.len().checked_sub(a.cout) else {
+            assert!(a.offs.is_empty(), "output rows in bounds");
+            return;
+        };
+        let (last, strip) = (
+            _mm512_set1_epi64(last_start as i64),
+            _mm512_set1_epi64(!FRESH as i64),
+        );
+        let mut past = 0u8;
+        for block in a.offs.chunks(8) {
+            let k = (u32::MAX >> (32 - block.len())) as __mmask8;
+            // SAFETY: as above.
+            let v = unsafe { _mm512_maskz_loadu_epi64(k, block.as_ptr().cast()) };
+            past |= _mm512_mask_cmpgt_epu64_mask(k, _mm512_and_si512(v, strip), last);
+        }
+        assert!(past == 0, "output rows in bounds");
+    }
+
     #[target_feature(enable = "avx512f,fma")]
     #[inline]
-    unsafe fn rows512<const M: usize>(a: &mut GemmArgs<'_>, first: usize, cin: usize) {
-        let p = Ptrs::<M>::new(a, first, cin);
+    unsafe fn rows512<const M: usize>(a: &mut GemmArgs<'_>, first: usize, shape: Shape) {
+        let p = Ptrs::<M>::new(a, first, shape);
+        let cin = shape.cin;
         let cout = a.cout;
         let mut j0 = 0;
         // SAFETY: every block reads weight columns and writes output columns `j0..j0 + 16·V`
@@ -276,22 +358,23 @@ mod x86 {
 
     /// # Safety
     ///
-    /// AVX2 and FMA available. (The bounds are checked here, by [`GemmArgs::check`].)
+    /// AVX2 and FMA available. (The bounds are checked here, by [`GemmArgs::check`] and,
+    /// before each group of rows, [`GemmArgs::check_group`].)
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn gemm_avx2(a: &mut GemmArgs<'_>) {
-        let cin = a.check();
+        let shape = a.check();
         let mut first = 0;
         while first < a.rows.len() {
             let m = (a.rows.len() - first).min(MR_AVX2);
             // SAFETY (all arms): forwarded caller contract; rows `first..first + m` exist.
             unsafe {
                 match m {
-                    1 => rows256::<1>(a, first, cin),
-                    2 => rows256::<2>(a, first, cin),
-                    3 => rows256::<3>(a, first, cin),
-                    4 => rows256::<4>(a, first, cin),
-                    5 => rows256::<5>(a, first, cin),
-                    _ => rows256::<6>(a, first, cin),
+                    1 => rows256::<1>(a, first, shape),
+                    2 => rows256::<2>(a, first, shape),
+                    3 => rows256::<3>(a, first, shape),
+                    4 => rows256::<4>(a, first, shape),
+                    5 => rows256::<5>(a, first, shape),
+                    _ => rows256::<6>(a, first, shape),
                 }
             }
             first += m;
@@ -300,8 +383,10 @@ mod x86 {
 
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    unsafe fn rows256<const M: usize>(a: &mut GemmArgs<'_>, first: usize, cin: usize) {
-        let p = Ptrs::<M>::new(a, first, cin);
+    unsafe fn rows256<const M: usize>(a: &mut GemmArgs<'_>, first: usize, shape: Shape) {
+        a.check_group::<M>(first, shape);
+        let p = Ptrs::<M>::new(a, first, shape);
+        let cin = shape.cin;
         let cout = a.cout;
         let mut j0 = 0;
         // SAFETY: as in `rows512`.

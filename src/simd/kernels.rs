@@ -178,4 +178,56 @@ mod tests {
             offs: &[FRESH],
         });
     }
+
+    /// On every level, a row past the table or an output row past `dst` anywhere in a call's
+    /// list (in a full group of rows or the last, partial one) is refused before any row is
+    /// read, and the last rows that fit are accepted.
+    #[test]
+    fn gemm_checks_every_row_on_every_level() {
+        let (cin, cout, table_rows, out_rows) = (4, 3, 5, 50);
+        let (x, w) = (vec![1.0f32; table_rows * cin], vec![1.0f32; cin * cout]);
+        let call = |level, rows: &[u32], offs: &[usize]| {
+            let k = Kernels::for_level(level);
+            let mut dst = vec![0.0f32; out_rows * cout];
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                (k.gemm)(GemmArgs {
+                    x: &x,
+                    rows,
+                    w: &w,
+                    cout,
+                    dst: &mut dst,
+                    offs,
+                })
+            }))
+            .map_err(|e| {
+                e.downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default()
+            })
+        };
+        for level in SimdLevel::supported() {
+            for n in [1usize, 12, 13, 40] {
+                for bad in [0, n / 2, n - 1] {
+                    let mut rows = vec![(table_rows - 1) as u32; n];
+                    let offs: Vec<usize> = (0..n).map(|r| (r * cout) | FRESH).collect();
+                    let last = vec![(out_rows - 1) * cout; n];
+                    assert_eq!(call(level, &rows, &offs), Ok(()), "{level:?} n={n}");
+                    assert_eq!(call(level, &rows, &last), Ok(()), "{level:?} n={n}");
+                    rows[bad] = table_rows as u32;
+                    let err = call(level, &rows, &offs).expect_err("row past the table");
+                    if level != SimdLevel::Scalar {
+                        assert!(err.contains("input rows in the table"), "{level:?}: {err}");
+                    }
+                    rows[bad] = 0;
+                    let mut offs = offs;
+                    offs[bad] = (out_rows * cout - 1) | FRESH;
+                    let err = call(level, &rows, &offs).expect_err("output row past dst");
+                    if level != SimdLevel::Scalar {
+                        assert!(err.contains("output rows in bounds"), "{level:?}: {err}");
+                    }
+                }
+            }
+        }
+    }
 }
