@@ -23,7 +23,7 @@
 use std::time::Instant;
 
 use super::coords::Coords;
-use super::memory::{BufferPool, Memory};
+use super::memory::{BufferPool, Memory, RowBuf};
 use super::plan::{Plan, CHUNK_BYTES};
 use super::slabs::Slab;
 use super::tree_sum::TreeSum;
@@ -341,7 +341,7 @@ impl<'a, 'm> Run<'a, 'm> {
         w.ids.resize(w.ids.len() + new.len(), 0);
         w.coords.append(&new);
         if w.table.is_empty() {
-            w.table = vec![1.0];
+            w.table = RowBuf::from_vec(vec![1.0]);
             w.shared = vec![true];
         }
         w.charge = Some(charge);

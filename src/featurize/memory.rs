@@ -99,10 +99,77 @@ impl Drop for Charge<'_> {
     }
 }
 
+/// A table of feature rows whose first value starts a cache line (64 bytes): rows of a
+/// multiple of 16 channels then never straddle a line boundary, so the SIMD kernels' vector
+/// loads and stores of a row are never split between two lines (the allocator's large
+/// blocks start 16 bytes into a page). Dereferences to the rows' values.
+#[derive(Debug, Default)]
+pub(crate) struct RowBuf {
+    /// The values, with up to [`RowBuf::SLACK`] unused ones in front of `start`.
+    buf: Vec<f32>,
+    start: usize,
+    len: usize,
+}
+
+impl RowBuf {
+    /// Values beyond the length kept so that the start can move to a line boundary.
+    const SLACK: usize = 15;
+
+    /// `n` zeros, aligned.
+    pub fn zeroed(n: usize) -> Self {
+        let mut b = Self::default();
+        b.resize(n);
+        b
+    }
+
+    /// The values of `v` as they are (not aligned; for tables too small to matter).
+    pub fn from_vec(v: Vec<f32>) -> Self {
+        Self {
+            len: v.len(),
+            buf: v,
+            start: 0,
+        }
+    }
+
+    /// Length `n`, aligned, with unspecified values (zeros where the buffer grew).
+    fn resize(&mut self, n: usize) {
+        if self.buf.len() < n + Self::SLACK {
+            self.buf.resize(n + Self::SLACK, 0.0);
+        }
+        let offset = self.buf.as_ptr().align_offset(64);
+        self.start = if offset <= Self::SLACK { offset } else { 0 };
+        self.len = n;
+    }
+
+    /// Values allocated.
+    fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Whether `n` aligned values fit without growing.
+    fn holds(&self, n: usize) -> bool {
+        self.buf.len() >= n + Self::SLACK
+    }
+}
+
+impl std::ops::Deref for RowBuf {
+    type Target = [f32];
+
+    fn deref(&self) -> &[f32] {
+        &self.buf[self.start..self.start + self.len]
+    }
+}
+
+impl std::ops::DerefMut for RowBuf {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        &mut self.buf[self.start..self.start + self.len]
+    }
+}
+
 /// Feature buffers kept for reuse by later bands and runs of a graph (see the module docs).
 #[derive(Default)]
 pub(crate) struct BufferPool {
-    bufs: Mutex<Vec<Vec<f32>>>,
+    bufs: Mutex<Vec<RowBuf>>,
 }
 
 impl BufferPool {
@@ -119,31 +186,27 @@ impl BufferPool {
     /// A buffer of length `n` with **unspecified contents** (stale values from an earlier
     /// use): callers overwrite all of it. Takes the smallest pooled buffer with capacity in
     /// `n..=2n` (preferring one already at least `n` long), else allocates.
-    pub fn take(&self, n: usize) -> Vec<f32> {
+    pub fn take(&self, n: usize) -> RowBuf {
         let pooled = {
             let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
-            let fits = |v: &Vec<f32>| v.capacity() >= n && v.capacity() - n <= n;
+            let fits = |v: &RowBuf| v.capacity() >= n && v.capacity() - n <= n;
             let pick = (0..bufs.len())
                 .filter(|&i| fits(&bufs[i]))
-                .min_by_key(|&i| (bufs[i].len() < n, bufs[i].capacity()));
+                .min_by_key(|&i| (!bufs[i].holds(n), bufs[i].capacity()));
             pick.map(|i| bufs.swap_remove(i))
         };
         match pooled {
             Some(mut v) => {
-                if v.len() >= n {
-                    v.truncate(n);
-                } else {
-                    v.resize(n, 0.0);
-                }
+                v.resize(n);
                 v
             }
-            None => vec![0.0; n],
+            None => RowBuf::zeroed(n),
         }
     }
 
     /// Returns a buffer to the pool (unless it is under [`MIN_BYTES`](Self::MIN_BYTES) or
     /// over [`MAX_BYTES`](Self::MAX_BYTES)), then drops buffers while over the limits.
-    pub fn give(&self, v: Vec<f32>) {
+    pub fn give(&self, v: RowBuf) {
         if v.capacity() * 4 < Self::MIN_BYTES || v.capacity() * 4 > Self::MAX_BYTES {
             return;
         }
@@ -168,7 +231,7 @@ impl BufferPool {
     /// Drops the smallest buffers while more than `count` are kept, then the largest while
     /// they hold more than `bytes` (the largest first: they are the ones a large matrix
     /// left behind).
-    fn shrink(bufs: &mut Vec<Vec<f32>>, count: usize, bytes: usize) {
+    fn shrink(bufs: &mut Vec<RowBuf>, count: usize, bytes: usize) {
         bufs.sort_by_key(|b| b.capacity());
         if bufs.len() > count {
             bufs.drain(..bufs.len() - count);
@@ -219,30 +282,44 @@ mod tests {
     #[test]
     fn pool_keeps_the_large_buffers() {
         let p = BufferPool::default();
-        p.give(vec![0.0; 1000]); // under 4 KiB: not kept
+        p.give(RowBuf::zeroed(1000)); // under 4 KiB: not kept
         assert_eq!(p.bytes(), 0);
         let large = BufferPool::MIN_BYTES; // floats: 4 × the smallest size kept
-        p.give(vec![0.0; large]);
+        p.give(RowBuf::zeroed(large));
         for i in 0..BufferPool::MAX_BUFFERS {
-            p.give(vec![0.0; BufferPool::MIN_BYTES / 4 + i]);
+            p.give(RowBuf::zeroed(BufferPool::MIN_BYTES / 4 + i));
         }
         let bufs = p.bufs.lock().expect("lock");
         assert_eq!(bufs.len(), BufferPool::MAX_BUFFERS);
-        assert!(bufs.iter().any(|b| b.capacity() == large));
+        assert!(bufs.iter().any(|b| b.capacity() == large + RowBuf::SLACK));
         assert!(bufs
             .iter()
             .all(|b| b.capacity() > BufferPool::MIN_BYTES / 4));
+    }
+
+    /// Tables from the pool, new or reused at another length, start on a cache line.
+    #[test]
+    fn tables_start_on_a_cache_line() {
+        let p = BufferPool::default();
+        for n in [0usize, 16, 1000, 5000, 1 << 20] {
+            for m in [n, n.saturating_sub(3), n + 5] {
+                let b = p.take(m);
+                assert_eq!((b.len(), b.as_ptr() as usize % 64), (m, 0), "{n} then {m}");
+                p.give(b);
+            }
+        }
+        assert_eq!(&*RowBuf::from_vec(vec![1.0, 2.0]), &[1.0, 2.0]);
     }
 
     #[test]
     fn pool_is_capped_and_trimmed() {
         let p = BufferPool::default();
         for _ in 0..12 {
-            p.give(vec![0.0; 1 << 20]); // 4 MiB each
+            p.give(RowBuf::zeroed(1 << 20)); // 4 MiB each
         }
         assert!(p.bytes() <= BufferPool::MAX_BYTES);
         assert!(p.bufs.lock().expect("lock").len() <= BufferPool::MAX_BUFFERS);
-        p.give(vec![0.0; 40 << 20]); // 160 MiB
+        p.give(RowBuf::zeroed(40 << 20)); // 160 MiB
         p.trim();
         assert!(p.bytes() <= BufferPool::RETAINED_BYTES, "{}", p.bytes());
         assert_eq!(p.take(1 << 20).len(), 1 << 20);

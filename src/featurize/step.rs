@@ -20,7 +20,7 @@ use super::coords::Coords;
 use super::exec::{Progress, Run, ALL, FIRST_PAUSE, LONGEST_PAUSE};
 use super::jobs::{expand_masks, task_jobs, Phase};
 use super::masks::MaskGeometry;
-use super::memory::Charge;
+use super::memory::{Charge, RowBuf};
 use super::ops::{Part, RowProducts, Stencil};
 use super::rulebook::{
     count_pairs, grain, searches_in_blocks, task_points, tasks, SERIAL_POINTS, TASK_POINTS,
@@ -229,7 +229,7 @@ impl<'m> Run<'_, 'm> {
         &self,
         halo: Window<'m>,
         out: Coords,
-        table: Vec<f32>,
+        table: RowBuf,
         ids: BandIds<'_>,
         shared: impl Iterator<Item = bool>,
         charge: Charge<'m>,
@@ -273,7 +273,7 @@ impl<'m> Run<'_, 'm> {
         halo: &Window<'m>,
         out: &Coords,
         band_rows: usize,
-    ) -> Result<(Vec<f32>, Charge<'m>)> {
+    ) -> Result<(RowBuf, Charge<'m>)> {
         let c = halo.channels;
         let rows = halo.table_rows() + band_rows;
         let bytes = Window::bytes_for(

@@ -11,7 +11,7 @@
 //! it drops the rows no later band needs.
 
 use super::coords::Coords;
-use super::memory::{BufferPool, Charge, Memory};
+use super::memory::{BufferPool, Charge, Memory, RowBuf};
 use crate::error::Result;
 
 /// Rows of a sparse value held at one time (see the module docs).
@@ -22,7 +22,7 @@ pub(crate) struct Window<'m> {
     /// Feature row of every point.
     pub ids: Vec<u32>,
     /// `[rows, channels]` feature rows (a buffer from the pool).
-    pub table: Vec<f32>,
+    pub table: RowBuf,
     /// Per table row: used by two or more points.
     pub shared: Vec<bool>,
     /// Feature channels.
@@ -37,7 +37,7 @@ impl<'m> Window<'m> {
         Self {
             coords: Coords::empty(),
             ids: Vec::new(),
-            table: Vec::new(),
+            table: RowBuf::default(),
             shared: Vec::new(),
             channels,
             charge: None,
@@ -47,7 +47,7 @@ impl<'m> Window<'m> {
     /// Bytes a window of `points` points and `rows` table rows of `channels` holds, with
     /// `row_count` coordinate rows.
     pub fn bytes_for(points: usize, row_count: usize, rows: usize, channels: usize) -> usize {
-        points * 8 + row_count * 12 + rows * (channels * 4 + 1)
+        points * 8 + row_count * 12 + rows * (channels * 4 + 1) + 64
     }
 
     /// Number of points.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::featurize::coords::Coords;
 use crate::featurize::jobs::{task_jobs, KEYED};
+use crate::featurize::memory::RowBuf;
 use crate::featurize::ops::{registry, BuildCtx, Op, Part, Stencil, ValueType};
 use crate::featurize::rulebook::{tasks, TASK_POINTS};
 use crate::featurize::window::Window;
@@ -73,10 +74,12 @@ pub(super) fn apply(
     for &id in &ids {
         uses[id as usize] += 1;
     }
+    let mut aligned = RowBuf::zeroed(table.len());
+    aligned.copy_from_slice(&table);
     let x = Window {
         coords,
         ids,
-        table,
+        table: aligned,
         shared: uses.iter().map(|&u| u >= 2).collect(),
         channels: cin,
         charge: None,
