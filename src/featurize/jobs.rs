@@ -355,6 +355,25 @@ impl PairSink for KeySink<'_> {
         self.key.clear();
         self.all_shared = self.share;
     }
+
+    /// A single-pair key already in the table is counted without building the key (a
+    /// non-zero entry means its row is shared).
+    #[inline(always)]
+    fn only_pair(&mut self, kappa: u32, q: u32) {
+        let id = self.ids[q as usize];
+        let e = kappa as usize * self.shared.len() + id as usize;
+        match self.single.get(e) {
+            Some(&known) if known != 0 => {
+                self.ph.point_pairs += 1;
+                self.ph.keyed.uses[known as usize - 1] += 1;
+                self.ph.point_job.push(KEYED | (known - 1));
+            }
+            _ => {
+                self.pair(kappa, q);
+                self.end_point();
+            }
+        }
+    }
 }
 
 impl KeySink<'_> {
@@ -517,6 +536,103 @@ impl PairMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::featurize::memory::RowBuf;
+    use crate::featurize::rulebook::{tasks, TASK_POINTS};
+    use crate::featurize::tests::{random_pattern, rmat, Rng};
+
+    /// Everything a task's jobs hold, for comparing two builds of them.
+    fn parts(ph: &Phase) -> impl PartialEq + std::fmt::Debug + '_ {
+        let list = |l: &TaskJobs| {
+            (
+                l.pairs.clone(),
+                l.starts.clone(),
+                l.uses.clone(),
+                l.hash.clone(),
+            )
+        };
+        (
+            list(&ph.keyed),
+            list(&ph.unique),
+            &ph.point_job,
+            ph.point_pairs,
+        )
+    }
+
+    /// A window over `coords` whose points read a few popular rows, rows shared by a few
+    /// points, and (up to 200 points) rows of their own: a table small beside a task's
+    /// points, so that single-pair keys go through the task's table.
+    fn window_of(coords: Coords, seed: u64) -> Window<'static> {
+        let (mut rng, mut own) = (Rng(seed), 424..624);
+        let ids: Vec<u32> = (0..coords.len())
+            .map(|_| match rng.next() % 8 {
+                0 => own.next().unwrap_or(0),
+                1 | 2 => 24 + (rng.next() % 400) as u32,
+                _ => (rng.next() % 24) as u32,
+            })
+            .collect();
+        let rows = 624;
+        let mut uses = vec![0u32; rows];
+        for &id in &ids {
+            uses[id as usize] += 1;
+        }
+        Window {
+            coords,
+            ids,
+            table: RowBuf::zeroed(rows),
+            shared: uses.iter().map(|&u| u >= 2).collect(),
+            channels: 1,
+            charge: None,
+        }
+    }
+
+    /// The block searches' pair sink (with its shortcut for points of one pair) builds the
+    /// same jobs, numbered alike, with the same use counts, as the scalar search: on a
+    /// graph-like pattern (mostly single-pair keys) and a clustered one, stride 1 and 2, at
+    /// two tensor strides.
+    #[test]
+    fn pair_jobs_agree_across_levels() {
+        let best = SimdLevel::detect();
+        let mut single_keys = 0;
+        for (p, seed) in [
+            (rmat(12, 20_000, 3), 11u64),
+            (random_pattern(700, 9, 5), 12),
+        ] {
+            let base = Coords::from_pattern(&p);
+            for t_in in [1u64, 2] {
+                let coords = if t_in == 1 {
+                    base.clone()
+                } else {
+                    base.strided(0..base.rows.len(), t_in)
+                };
+                let x = window_of(coords, seed + t_in);
+                for (k, stride) in [(3, 2), (5, 1), (2, 2), (3, 1)] {
+                    let geom = Geometry::new(k, 1, t_in);
+                    let out = x.coords.strided(0..x.coords.rows.len(), t_in * stride);
+                    for task in tasks(&out, TASK_POINTS) {
+                        let jobs =
+                            |level| task_jobs(&x, &out, task.clone(), &geom, None, true, level);
+                        let want = jobs(SimdLevel::Scalar);
+                        for level in [SimdLevel::Avx2, SimdLevel::Avx512] {
+                            if level <= best {
+                                assert_eq!(
+                                    parts(&jobs(level)),
+                                    parts(&want),
+                                    "k {k}, s {stride}, t {t_in}, {level}"
+                                );
+                            }
+                        }
+                        single_keys += (0..want.keyed.len())
+                            .filter(|&j| want.keyed.pairs(j).len() == 1 && want.keyed.uses[j] >= 2)
+                            .count();
+                    }
+                }
+            }
+        }
+        assert!(
+            single_keys > 1000,
+            "single-pair keys used twice: {single_keys}"
+        );
+    }
 
     #[test]
     fn index_numbers_in_insertion_order() {

@@ -194,6 +194,12 @@ pub(crate) trait PairSink {
     fn pair(&mut self, kappa: u32, q: u32);
     /// The current point has all its pairs; later pairs belong to the next point.
     fn end_point(&mut self);
+    /// A point whose only pair is `(κ, q)`: `pair` then `end_point`, or a shortcut.
+    #[inline(always)]
+    fn only_pair(&mut self, kappa: u32, q: u32) {
+        self.pair(kappa, q);
+        self.end_point();
+    }
 }
 
 /// Per-task scratch for neighbour search.
@@ -399,8 +405,14 @@ unsafe fn sink_in_blocks<S: PairSink>(nb: &mut Neighbours<'_>, cols: &[u32], sin
     let bits = MaskBits::new(nb.geom.k);
     let mut to_sink = |n: usize, masks: &[u32; 16], firsts: &[[u32; 16]]| {
         for (j, &m) in masks.iter().enumerate().take(n) {
-            bits.decode(m, j, firsts, |kappa, q| sink.pair(kappa, q));
-            sink.end_point();
+            if m != 0 && m & (m - 1) == 0 {
+                // One pair: no neighbours below it in its kernel row.
+                let b = m.trailing_zeros() as usize & 31;
+                sink.only_pair(bits.kappa[b], firsts[bits.row[b] as usize][j]);
+            } else {
+                bits.decode(m, j, firsts, |kappa, q| sink.pair(kappa, q));
+                sink.end_point();
+            }
         }
     };
     // SAFETY: forwarded.
