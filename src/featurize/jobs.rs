@@ -377,22 +377,28 @@ impl PairSink for KeySink<'_> {
 }
 
 impl KeySink<'_> {
-    /// The keyed job of the current key, found in (or added to) the index; recorded in the
-    /// single-pair table at `single`, if any.
+    /// The keyed job of the current key, not in the single-pair table: with `single` (the
+    /// key is one pair and its entry there is empty) a new job recorded in the table, else
+    /// found in (or added to) the index, which holds only the keys the table does not.
     #[inline(never)]
     fn look_up(&mut self, single: Option<usize>) -> u32 {
         let (ph, key) = (&mut self.ph, &self.key);
         let h = hash_pairs(key.iter().copied());
-        let keyed = &ph.keyed;
-        let (j, new) = self
-            .index
-            .find(h, &keyed.hash, |j| keyed.pairs(j) == key.as_slice());
-        if new {
+        let next = ph.keyed.len() as u32;
+        let j = match single {
+            Some(e) => {
+                self.single[e] = next + 1;
+                next
+            }
+            None => {
+                let keyed = &ph.keyed;
+                let same = |j| keyed.pairs(j) == key.as_slice();
+                self.index.find_or_add(h, &keyed.hash, same, next)
+            }
+        };
+        if j == next {
             ph.keyed.push_job(key.iter().copied(), 0);
             ph.keyed.hash.push(h);
-        }
-        if let Some(e) = single {
-            self.single[e] = j + 1;
         }
         j
     }
@@ -439,10 +445,27 @@ impl Index {
     }
 
     /// The job whose hash is `h` and for which `same(job)` holds, or the next job number
-    /// (`len`) registered as new. `hashes` are the hashes of the jobs indexed so far; the
-    /// caller appends the new job (and its hash) when the answer is new.
+    /// (the number of jobs indexed so far) registered as new. `hashes` are the hashes of
+    /// the jobs indexed so far; the caller appends the new job (and its hash) when the
+    /// answer is new.
     #[inline]
     pub fn find(&mut self, h: u64, hashes: &[u64], same: impl Fn(usize) -> bool) -> (u32, bool) {
+        let next = self.len as u32;
+        let j = self.find_or_add(h, hashes, same, next);
+        (j, j == next)
+    }
+
+    /// [`find`](Self::find) for a list whose jobs are not all indexed: the job whose hash
+    /// is `h` and for which `same(job)` holds, or `next` (not yet indexed) registered as
+    /// new. `hashes` holds the hash of every job of the list.
+    #[inline]
+    pub fn find_or_add(
+        &mut self,
+        h: u64,
+        hashes: &[u64],
+        same: impl Fn(usize) -> bool,
+        next: u32,
+    ) -> u32 {
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow(hashes);
         }
@@ -451,15 +474,14 @@ impl Index {
         loop {
             match self.slots[i] {
                 0 => {
-                    let j = self.len as u32;
-                    self.slots[i] = j + 1;
+                    self.slots[i] = next + 1;
                     self.len += 1;
-                    return (j, true);
+                    return next;
                 }
                 s => {
                     let j = (s - 1) as usize;
                     if hashes[j] == h && same(j) {
-                        return (j as u32, false);
+                        return j as u32;
                     }
                 }
             }
@@ -467,16 +489,17 @@ impl Index {
         }
     }
 
+    /// Doubles the slots, placing the indexed jobs anew.
     fn grow(&mut self, hashes: &[u64]) {
         let size = (self.slots.len() * 2).max(64);
-        self.slots = vec![0; size];
+        let old = std::mem::replace(&mut self.slots, vec![0; size]);
         let mask = size - 1;
-        for (j, &h) in hashes.iter().enumerate().take(self.len) {
-            let mut i = (h as usize) & mask;
+        for s in old.into_iter().filter(|&s| s != 0) {
+            let mut i = (hashes[(s - 1) as usize] as usize) & mask;
             while self.slots[i] != 0 {
                 i = (i + 1) & mask;
             }
-            self.slots[i] = j as u32 + 1;
+            self.slots[i] = s;
         }
     }
 }
@@ -653,6 +676,19 @@ mod tests {
             }
         }
         assert_eq!(jobs.len(), 1000);
+        // Only every third job indexed (the others live elsewhere, as single-pair keys in
+        // a task's table): each is found under its own number, across the index's growth.
+        let hashes: Vec<u64> = keys.iter().map(|k| hash_pairs(k.iter().copied())).collect();
+        let mut index = Index::with_capacity(4);
+        for round in 0..2 {
+            for j in (0..1000).step_by(3) {
+                let same = |i: usize| keys[i] == keys[j];
+                let found = index.find_or_add(hashes[j], &hashes, same, j as u32);
+                assert_eq!(found, j as u32, "round {round}");
+            }
+        }
+        let absent = |i: usize| i == 1;
+        assert_eq!(index.find_or_add(hashes[1], &hashes, absent, 1), 1);
         let mut pm = PairMap::default();
         assert_eq!(pm.insert(7), (0, true));
         assert_eq!(pm.insert(9), (1, true));
