@@ -310,10 +310,10 @@ struct KeySink<'a> {
     all_shared: bool,
     /// The current point's key.
     key: Vec<(u32, u32)>,
-    /// The task's keyed jobs by key hash.
+    /// The task's keyed jobs by key hash, except the single-pair keys that `single` holds.
     index: Index,
     /// The keyed job + 1 of the single-pair key `(κ, row)` at `κ · table rows + row` (0:
-    /// not seen yet), in front of `index`; empty when too large for the task.
+    /// not seen yet), in place of `index` for them; empty when too large for the task.
     single: Vec<u32>,
     ph: Phase,
 }
