@@ -26,6 +26,8 @@
 //! (and 1 thread for `real`), the dense-counted
 //! multiply-adds (every neighbour pair of every conv times `Cin·Cout`), their rate as a
 //! fraction of numpy's `float32` matmul rate measured in the same run with 2 threads, the
+//! multiply-adds actually done (`FeaturizeStats::computed_macs`: shared rows and products
+//! computed once) and their time at two cores' FMA peak (a floor under the run's time), the
 //! peak RSS of a child process that loads the graph and the matrix and featurizes once
 //! (`/usr/bin/time -v`), and the numpy reference featurizer's time and the relative
 //! difference of the outputs where the reference runs (matrices up to
@@ -341,10 +343,10 @@ impl Bench {
         let Some((g, json)) = self.graph_of(bundle)? else {
             return Ok(());
         };
-        println!("| matrix | rows | nnz | Rust 2 thr (ms) |{} GMAC | GMAC/s | of sgemm | peak RSS (MiB) | charged (MiB) | numpy (ms) | speedup | max rel diff |",
+        println!("| matrix | rows | nnz | Rust 2 thr (ms) |{} GMAC | GMAC/s | of sgemm | GMAC done | products at peak (ms) | peak RSS (MiB) | charged (MiB) | numpy (ms) | speedup | max rel diff |",
             if one_thread { " Rust 1 thr (ms) |" } else { "" });
         println!(
-            "|---|---:|---:|---:|{}---:|---:|---:|---:|---:|---:|---:|---:|",
+            "|---|---:|---:|---:|{}---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             if one_thread { "---:|" } else { "" }
         );
         let mut speedups = Vec::new();
@@ -375,7 +377,7 @@ impl Bench {
     ) -> BoxResult<Option<f64>> {
         if !path.is_file() {
             println!(
-                "| {} | skipped: file not found | | | | | | | | | |",
+                "| {} | skipped: file not found | | | | | | | | | | | |",
                 path.display()
             );
             return Ok(None);
@@ -393,6 +395,13 @@ impl Bench {
         };
         let rss = peak_rss(json, path).map_or("?".into(), |m| format!("{m:.0}"));
         let gmac = stats.dense_macs as f64 / 1e9;
+        let done = stats.computed_macs as f64 / 1e9;
+        // The multiply-adds done, at two cores' FMA peak: a floor under the run's time.
+        let floor = if self.fma_core > 0.0 {
+            format!("{:.0}", 1e3 * done / (2.0 * self.fma_core))
+        } else {
+            "?".into()
+        };
         let (mut numpy, mut speedup, mut diff) = ("–".to_string(), None, "–".to_string());
         if p.nnz() <= self.numpy_max_nnz {
             let (tr, conv) = self.worker.featurize(bundle, path)?;
@@ -401,7 +410,7 @@ impl Bench {
             diff = format!("{:.1e}", max_rel_diff(&out, &conv));
         }
         println!(
-            "| {} | {} | {} | {:.1} |{} {:.1} | {:.1} | {:.0} % | {} | {:.0} | {} | {} | {} |",
+            "| {} | {} | {} | {:.1} |{} {:.1} | {:.1} | {:.0} % | {:.1} | {} | {} | {:.0} | {} | {} | {} |",
             path.file_stem().and_then(|s| s.to_str()).unwrap_or("?"),
             p.nrows(),
             p.nnz(),
@@ -410,6 +419,8 @@ impl Bench {
             gmac,
             gmac / t2,
             100.0 * gmac / t2 / self.peak,
+            done,
+            floor,
             rss,
             stats.peak_bytes as f64 / (1 << 20) as f64,
             numpy,

@@ -17,7 +17,8 @@
 //! Prints, per matrix and thread count, the median wall time of `run_with_stats` (the least
 //! with `DASHRANK_BEST=1`), the least
 //! CPU time (user + system, from `/proc/self/stat`: less sensitive to other load), the
-//! dense-counted multiply-adds, the featurizer's peak charged memory and a digest of the
+//! dense-counted multiply-adds and those actually done ("done": shared rows and products
+//! computed once), the featurizer's peak charged memory and a digest of the
 //! features' bits (FNV-1a; compare it across builds to check that a change kept every bit),
 //! and checks that all thread counts give bit-identical features. Running time only depends on the sparsity
 //! structure and the graph shape, not on the weight values. With `DASHRANK_TRACE=1` it also
@@ -309,7 +310,7 @@ fn time_matrix(
             Some(b) => assert_eq!(b, &bits, "thread counts disagree on {}", path.display()),
         }
         println!(
-            "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10.1} {:>9.0} {:>8.1} {:>9.1} {:016x}",
+            "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10.1} {:>9.0} {:>8.1} {:>8.1} {:>9.1} {:016x}",
             name,
             p.nrows(),
             p.ncols(),
@@ -318,6 +319,7 @@ fn time_matrix(
             ms,
             cpu,
             stats.dense_macs as f64 / 1e9,
+            stats.computed_macs as f64 / 1e9,
             stats.peak_bytes as f64 / (1 << 20) as f64,
             digest
         );
@@ -339,7 +341,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let graph = FeaturizerGraph::from_spec(&spec)?;
     let files = csr_files(args.paths)?;
     println!(
-        "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10} {:>9} {:>8} {:>9} {:>16}",
+        "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10} {:>9} {:>8} {:>8} {:>9} {:>16}",
         "matrix",
         "rows",
         "cols",
@@ -348,6 +350,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "time (ms)",
         "cpu (ms)",
         "GMAC",
+        "done",
         "peak MiB",
         "digest"
     );

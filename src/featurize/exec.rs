@@ -51,6 +51,10 @@ pub struct FeaturizeStats {
     /// of every conv times `Cin · Cout` ("dense-counted"; shared rows make the actual work
     /// smaller).
     pub dense_macs: u64,
+    /// Multiply-adds actually done: the products of the rows computed, each repeated or
+    /// shared product once (the rows of slab margins included). Below `dense_macs` by what
+    /// shared rows and products save.
+    pub computed_macs: u64,
     /// Output rows actually computed, over all stencils (points sharing a row count once).
     pub rows_computed: u64,
     /// Output points, over all stencils.
@@ -436,6 +440,7 @@ impl FeaturizeStats {
         self.bands += other.bands;
         self.slabs += other.slabs;
         self.dense_macs += other.dense_macs;
+        self.computed_macs += other.computed_macs;
         self.rows_computed += other.rows_computed;
         self.points += other.points;
         for (a, b) in self.steps.iter_mut().zip(&other.steps) {

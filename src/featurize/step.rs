@@ -331,6 +331,7 @@ impl<'m> Run<'_, 'm> {
             .collect();
         let pairs: u64 = parts.iter().map(|p| p.0).sum();
         self.count(si, op, out.len(), pairs);
+        self.stats.computed_macs += pairs * op.macs_per_pair();
         self.phases[si][3] += started.elapsed().as_secs_f64();
         let n = out.len();
         let window = self.assemble(
@@ -406,7 +407,13 @@ impl<'m> Run<'_, 'm> {
         // Phase B: the jobs' rows, list by list; then every task's pooled sums.
         let band_table = &mut table[halo_rows * s.c..];
         let (hot, _hot_charge) = self.hot_products(&s, &band)?;
-        compute_lists(&s, &band, &hot, products, band_table);
+        let multiplied = compute_lists(&s, &band, &hot, products, band_table)
+            + hot
+                .iter()
+                .map(|h| (h.len() / s.c.max(1)) as u64)
+                .sum::<u64>()
+            + products.map_or(0, |p| (p.rows * op.reach().geom.volume()) as u64);
+        self.stats.computed_macs += multiplied * op.macs_per_pair();
         let sums = if plan.pooled[step.output] {
             let t_y = plan.stride(step.output);
             pooled_sums(&s, &band.point_rows, &tasks, band_table, t_y)
@@ -634,14 +641,14 @@ impl Laps {
 /// Phase B of the shared path: computes the job lists of `band` into their rows of `table`
 /// (the band's rows, list after list). Lists of heavy jobs (wide layers) are split into
 /// parts of `task_points` jobs so the threads stay balanced; `hot` are the lists' repeated
-/// products.
+/// products. Returns the number of pairs multiplied.
 fn compute_lists(
     s: &SharedStep<'_, '_>,
     band: &BandJobs,
     hot: &[Vec<f32>],
     products: Option<&RowProducts>,
     table: &mut [f32],
-) {
+) -> u64 {
     let (x, op, k, c) = (s.x, s.op, s.k, s.c);
     let mut slices: Vec<&mut [f32]> = Vec::with_capacity(band.lists.len());
     let mut rest = table;
@@ -669,7 +676,8 @@ fn compute_lists(
     parts
         .into_par_iter()
         .with_min_len(s.g)
-        .for_each(|(part, dst)| op.compute(&part, x, products, dst, k));
+        .map(|(part, dst)| op.compute(&part, x, products, dst, k))
+        .sum()
 }
 
 /// Every task's pooled-sum partials, from its points' rows `point_rows` of `table` (the

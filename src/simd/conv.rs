@@ -18,6 +18,13 @@
 //! | AVX2+FMA | 6 | 16 (two `ymm`), 8, then single lanes with scalar FMA |
 //! | AVX-512 | 12 | 32 (two `zmm`), 16, then a masked block |
 
+#[cfg(test)]
+thread_local! {
+    /// Multiply-adds of every kernel call on this thread (tests check the featurizer's
+    /// `computed_macs` against it).
+    pub(crate) static GEMM_MACS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// Offset flag: store the product instead of adding it.
 pub(crate) const FRESH: usize = 1 << (usize::BITS - 1);
 
@@ -63,6 +70,8 @@ impl GemmArgs<'_> {
         assert!(self.cout > 0 && self.w.len().is_multiple_of(self.cout));
         let cin = self.w.len() / self.cout;
         let table_rows = self.x.len().checked_div(cin).unwrap_or(usize::MAX);
+        #[cfg(test)]
+        GEMM_MACS.with(|m| m.set(m.get() + (self.rows.len() * cin * self.cout) as u64));
         Shape { cin, table_rows }
     }
 

@@ -91,7 +91,7 @@ impl Stencil for MaxPool {
         _products: Option<&RowProducts>,
         out: &mut [f32],
         k: &Kernels,
-    ) {
+    ) -> u64 {
         let c = self.channels;
         for (j, row) in out.chunks_exact_mut(c).enumerate() {
             let Some((&(_, first), rest)) = part.pairs(j).split_first() else {
@@ -103,5 +103,6 @@ impl Stencil for MaxPool {
                 (k.max_into)(row, input.row(id));
             }
         }
+        0
     }
 }

@@ -179,7 +179,9 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
     /// pairs `(κ, input row id)` (in visiting order) of job `part.range.start + i` over the
     /// rows of `input`'s table, reading precomputed products from `products` and
     /// `part.hot` where it has them. Every element of `out` is written; its prior contents
-    /// are unspecified.
+    /// are unspecified. Returns the number of pairs it multiplied (each
+    /// [`macs_per_pair`](Self::macs_per_pair) multiply-adds; the precomputed products not
+    /// counted).
     fn compute(
         &self,
         part: &Part<'_>,
@@ -187,7 +189,7 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
         products: Option<&RowProducts>,
         out: &mut [f32],
         k: &Kernels,
-    );
+    ) -> u64;
     /// Computes one row per output point of the output rows `rows` of `out` into `dst`
     /// (`[points, cout]`, point order), every receptive field treated as distinct, exactly
     /// as [`compute`](Self::compute) would; returns the number of neighbour pairs. The input

@@ -63,7 +63,7 @@ impl Stencil for Relu {
         _products: Option<&RowProducts>,
         out: &mut [f32],
         k: &Kernels,
-    ) {
+    ) -> u64 {
         let c = self.channels;
         for (j, row) in out.chunks_exact_mut(c).enumerate() {
             match part.pairs(j) {
@@ -72,5 +72,6 @@ impl Stencil for Relu {
             }
         }
         (k.relu)(out);
+        0
     }
 }

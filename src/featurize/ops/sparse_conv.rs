@@ -194,10 +194,11 @@ impl Stencil for SparseConv {
         shared: Option<&RowProducts>,
         out: &mut [f32],
         k: &Kernels,
-    ) {
+    ) -> u64 {
         let cout = self.cout;
         let jobs = part.jobs;
         let mut sc = Scratch::new(self.reach.geom.volume(), cout);
+        let mut multiplied = 0;
         for (t, tile) in out.chunks_mut(sc.tile_n * cout).enumerate() {
             let first = part.range.start + t * sc.tile_n;
             let n = tile.len() / cout;
@@ -215,8 +216,9 @@ impl Stencil for SparseConv {
                 let slot = jobs.slots.get(i).copied().unwrap_or(u32::MAX);
                 sc.buckets[kappa as usize].push((o, id, slot));
             }
-            self.tile(&mut sc, tile, input, shared, part.hot, k);
+            multiplied += self.tile(&mut sc, tile, input, shared, part.hot, k);
         }
+        multiplied
     }
 
     fn compute_direct(
@@ -387,7 +389,8 @@ impl Scratch {
 
 impl SparseConv {
     /// Computes a tile's rows from the pairs in `sc.buckets` (tile row, input row, product
-    /// slot), κ ascending, then bias and ReLU; clears the buckets.
+    /// slot), κ ascending, then bias and ReLU; clears the buckets. Returns the number of
+    /// pairs it multiplied.
     fn tile(
         &self,
         sc: &mut Scratch,
@@ -396,8 +399,9 @@ impl SparseConv {
         shared: Option<&RowProducts>,
         products: &[f32],
         k: &Kernels,
-    ) {
+    ) -> u64 {
         let cout = self.cout;
+        let mut multiplied = 0;
         sc.started.fill(false);
         for (kappa, bucket) in sc.buckets.iter_mut().enumerate() {
             if bucket.is_empty() {
@@ -423,6 +427,7 @@ impl SparseConv {
                 }
             }
             if !sc.xs.is_empty() {
+                multiplied += sc.xs.len() as u64;
                 let args = GemmArgs {
                     x: &input.table,
                     rows: &sc.xs,
@@ -444,6 +449,7 @@ impl SparseConv {
             }
         }
         self.epilogue(tile, k);
+        multiplied
     }
 
     /// Bias and the fused ReLU over a tile's rows.

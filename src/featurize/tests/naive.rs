@@ -275,6 +275,49 @@ fn whole_graphs_match_naive() {
     }
 }
 
+/// `FeaturizeStats::computed_macs` counts the products actually done: exactly the
+/// micro-kernel's multiply-adds (counted per thread, on a one-thread pool), over graphs and
+/// patterns that take every path (the pattern's products, shared and repeated products,
+/// keyed and direct rows). On the pattern (one input row that every point shares) a conv
+/// multiplies that row by each κ's weights once, however many points it has.
+#[test]
+fn computed_macs_count_the_products_done() {
+    use crate::simd::conv::GEMM_MACS;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("pool");
+    let counted = |spec: &GraphSpec, p: &CsrPattern| {
+        let g = FeaturizerGraph::from_spec(spec).expect("valid graph");
+        pool.install(|| {
+            GEMM_MACS.with(|m| m.set(0));
+            let (_, stats) = g
+                .run_with_stats(p, &FeaturizeOptions::default())
+                .expect("runs");
+            (stats, GEMM_MACS.with(|m| m.get()))
+        })
+    };
+    let (p, q) = (rmat(11, 9000, 5), random_pattern(400, 12, 4));
+    for cin in [4, 16] {
+        let (stats, macs) = counted(&one_layer("SparseMaxPool", 2, 2, 1, cin, cin, 3), &p);
+        assert_eq!(
+            (stats.computed_macs, macs),
+            (9 * cin as u64, 9 * cin as u64)
+        );
+        assert!(stats.dense_macs > 100 * stats.computed_macs);
+    }
+    for (name, spec) in [
+        ("waco", waco_like(16, 6, 1)),
+        ("dash", dash_like(&[8, 16, 48, 48, 16, 24, 24], 2)),
+    ] {
+        for (pi, pat) in [&p, &q].into_iter().enumerate() {
+            let (stats, macs) = counted(&spec, pat);
+            assert_eq!(stats.computed_macs, macs, "{name} on {pi}");
+            assert!(0 < macs && macs < stats.dense_macs, "{name} on {pi}");
+        }
+    }
+}
+
 #[test]
 fn pooled_pattern_and_unfused_relu_match_naive() {
     // The input pooled directly, and a ReLU whose input is also pooled (not fused).
