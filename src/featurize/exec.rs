@@ -52,8 +52,9 @@ pub struct FeaturizeStats {
     /// smaller).
     pub dense_macs: u64,
     /// Multiply-adds actually done: the products of the rows computed, each repeated or
-    /// shared product once (the rows of slab margins included). Below `dense_macs` by what
-    /// shared rows and products save.
+    /// shared product once, including the rows of slab margins that two slabs compute
+    /// (which `dense_macs` counts once). The gap to `dense_macs` is what the shared rows
+    /// and products save.
     pub computed_macs: u64,
     /// Output rows actually computed, over all stencils (points sharing a row count once).
     pub rows_computed: u64,
