@@ -14,7 +14,8 @@
 //! - `corpus`: the WACO SpMM bundle on the generated corpus (`target/corpus`).
 //! - `phases`: the WACO SpMM bundle on kim1, pf2177, R-MAT 10 M and uniform 10 M, one table
 //!   per matrix of each layer's time by phase (`FeaturizeStats::steps`; summed over the
-//!   slabs when the run is cut into slabs, as the 10 M inputs are on 2 threads); the kinds of work
+//!   slabs when the run is cut into slabs, as the 10 M inputs are on 2 threads) and its
+//!   multiply-adds done with their time at one core's FMA peak; the kinds of work
 //!   across phases (maps, products, pooling, buffers) come from `scripts/featurize-profile.sh`.
 //! - `dash`: the full-size COGNATE bundle (`models/cognate-full`) on pf2177, kim1 and the
 //!   R-MAT corpus matrices.
@@ -455,7 +456,7 @@ impl Bench {
                 100.0 * gmac / t2 / self.peak,
                 stats.slabs
             );
-            print_phases(&stats);
+            print_phases(&stats, self.fma_core);
         }
         println!("load average at end: {}", load());
         Ok(())
@@ -505,10 +506,22 @@ const PHASES: [&str; 6] = [
 ];
 
 /// A layer-by-phase table (ms) with each column's share of the stencil steps' time (summed
-/// over the slabs when the run was cut into slabs, so the times are thread time).
-fn print_phases(stats: &FeaturizeStats) {
-    println!("| layer | op | points | ms | {} |", PHASES.join(" | "));
-    println!("|---|---|---:|---:|{}", "---:|".repeat(PHASES.len()));
+/// over the slabs when the run was cut into slabs, so the times are thread time), and per
+/// layer the multiply-adds it did and their time on one core at its FMA peak (`fma_core`,
+/// GMAC/s; "?" when unknown).
+fn print_phases(stats: &FeaturizeStats, fma_core: f64) {
+    println!(
+        "| layer | op | points | ms | {} | GMAC done | at peak (ms) |",
+        PHASES.join(" | ")
+    );
+    println!("|---|---|---:|---:|{}", "---:|".repeat(PHASES.len() + 2));
+    let at_peak = |macs: u64| {
+        if fma_core > 0.0 {
+            format!("{:.1}", macs as f64 / fma_core / 1e6)
+        } else {
+            "?".into()
+        }
+    };
     let mut totals = [0.0f64; 6];
     for st in &stats.steps {
         let cells: Vec<String> = st
@@ -517,12 +530,14 @@ fn print_phases(stats: &FeaturizeStats) {
             .map(|t| format!("{:.1}", t * 1e3))
             .collect();
         println!(
-            "| {} | {} | {} | {:.1} | {} |",
+            "| {} | {} | {} | {:.1} | {} | {:.2} | {} |",
             st.name,
             st.op_type,
             st.points,
             st.seconds * 1e3,
-            cells.join(" | ")
+            cells.join(" | "),
+            st.computed_macs as f64 / 1e9,
+            at_peak(st.computed_macs)
         );
         for (t, p) in totals.iter_mut().zip(st.phases) {
             *t += p;
@@ -534,10 +549,12 @@ fn print_phases(stats: &FeaturizeStats) {
         .map(|t| format!("{:.1} ({:.0} %)", t * 1e3, 100.0 * t / all.max(1e-12)))
         .collect();
     println!(
-        "| all | | {} | {:.1} | {} |\n",
+        "| all | | {} | {:.1} | {} | {:.2} | {} |\n",
         stats.points,
         all * 1e3,
-        shares.join(" | ")
+        shares.join(" | "),
+        stats.computed_macs as f64 / 1e9,
+        at_peak(stats.computed_macs)
     );
 }
 

@@ -80,6 +80,8 @@ pub struct StepStats {
     pub rows_computed: u64,
     /// `(output point, neighbour)` pairs it visited.
     pub pairs: u64,
+    /// Multiply-adds it actually did (see [`FeaturizeStats::computed_macs`]).
+    pub computed_macs: u64,
     /// Seconds per phase, in this order: output coordinates, neighbour jobs (the shared
     /// path's search and key lookups), output tables, rows and sums (the products and the
     /// pooling sums; on the direct path also its neighbour search), window assembly, halo
@@ -118,6 +120,8 @@ pub(crate) struct Run<'a, 'm> {
     pub(super) share_pause: Vec<i32>,
     /// Per stencil step: seconds spent, rows computed, neighbour pairs.
     pub(super) times: Vec<(f64, u64, u64)>,
+    /// Per stencil step: multiply-adds done.
+    pub(super) done_macs: Vec<u64>,
     /// Per stencil step, seconds per phase: coordinates, jobs, output table, rows and sums,
     /// window assembly, halo cuts.
     pub(super) phases: Vec<[f64; 6]>,
@@ -182,6 +186,7 @@ impl<'a, 'm> Run<'a, 'm> {
             pooled_points: vec![0; n],
             slab: Slab::whole(pattern),
             times: vec![(0.0, 0, 0); plan.stencils.len()],
+            done_macs: vec![0; plan.stencils.len()],
             phases: vec![[0.0; 6]; plan.stencils.len()],
             stats: FeaturizeStats::default(),
             chunk_bytes: CHUNK_BYTES,
@@ -262,15 +267,19 @@ impl<'a, 'm> Run<'a, 'm> {
     fn step_stats(&self) -> Vec<StepStats> {
         let per_step = self.plan.stencils.iter().zip(&self.times).zip(&self.phases);
         per_step
-            .map(|((st, &(seconds, rows, pairs)), &phases)| StepStats {
-                name: st.name.clone(),
-                op_type: st.op.op_type().to_string(),
-                seconds,
-                points: self.pooled_points[st.output],
-                rows_computed: rows,
-                pairs,
-                phases,
-            })
+            .zip(&self.done_macs)
+            .map(
+                |(((st, &(seconds, rows, pairs)), &phases), &done)| StepStats {
+                    name: st.name.clone(),
+                    op_type: st.op.op_type().to_string(),
+                    seconds,
+                    points: self.pooled_points[st.output],
+                    rows_computed: rows,
+                    pairs,
+                    computed_macs: done,
+                    phases,
+                },
+            )
             .collect()
     }
 
@@ -449,6 +458,7 @@ impl FeaturizeStats {
             a.points += b.points;
             a.rows_computed += b.rows_computed;
             a.pairs += b.pairs;
+            a.computed_macs += b.computed_macs;
             for (x, y) in a.phases.iter_mut().zip(b.phases) {
                 *x += y;
             }
@@ -508,8 +518,8 @@ fn trace(stats: &FeaturizeStats, k: &Kernels) {
     for st in &stats.steps {
         let p = st.phases.map(|t| t * 1e3);
         log::trace!(
-            "featurizer step '{}' ({}): {:.3} ms, {} points, {} rows computed, {} pairs; \
-             ms in coordinates {:.1}, jobs {:.1}, tables {:.1}, rows and sums {:.1}, \
+            "featurizer step '{}' ({}): {:.3} ms, {} points, {} rows computed, {} pairs, \
+             {:.3} GMAC done; ms in coordinates {:.1}, jobs {:.1}, tables {:.1}, rows and sums {:.1}, \
              windows {:.1}, halos {:.1}",
             st.name,
             st.op_type,
@@ -517,6 +527,7 @@ fn trace(stats: &FeaturizeStats, k: &Kernels) {
             st.points,
             st.rows_computed,
             st.pairs,
+            st.computed_macs as f64 / 1e9,
             p[0],
             p[1],
             p[2],

@@ -331,7 +331,7 @@ impl<'m> Run<'_, 'm> {
             .collect();
         let pairs: u64 = parts.iter().map(|p| p.0).sum();
         self.count(si, op, out.len(), pairs);
-        self.stats.computed_macs += pairs * op.macs_per_pair();
+        self.done(si, pairs * op.macs_per_pair());
         self.phases[si][3] += started.elapsed().as_secs_f64();
         let n = out.len();
         let window = self.assemble(
@@ -357,6 +357,12 @@ impl<'m> Run<'_, 'm> {
         let level = self.k.level;
         count_pairs(&x.coords, out, 0..pooled.start, geom, level)
             + count_pairs(&x.coords, out, pooled.end..out.rows.len(), geom, level)
+    }
+
+    /// Records multiply-adds step `si` did.
+    fn done(&mut self, si: usize, macs: u64) {
+        self.stats.computed_macs += macs;
+        self.done_macs[si] += macs;
     }
 
     /// Records a band step's figures.
@@ -413,7 +419,7 @@ impl<'m> Run<'_, 'm> {
                 .map(|h| (h.len() / s.c.max(1)) as u64)
                 .sum::<u64>()
             + products.map_or(0, |p| (p.rows * op.reach().geom.volume()) as u64);
-        self.stats.computed_macs += multiplied * op.macs_per_pair();
+        self.done(si, multiplied * op.macs_per_pair());
         let sums = if plan.pooled[step.output] {
             let t_y = plan.stride(step.output);
             pooled_sums(&s, &band.point_rows, &tasks, band_table, t_y)

@@ -313,6 +313,8 @@ fn computed_macs_count_the_products_done() {
         for (pi, pat) in [&p, &q].into_iter().enumerate() {
             let (stats, macs) = counted(&spec, pat);
             assert_eq!(stats.computed_macs, macs, "{name} on {pi}");
+            let by_step: u64 = stats.steps.iter().map(|st| st.computed_macs).sum();
+            assert_eq!(by_step, macs, "{name} on {pi}: the steps' counts add up");
             assert!(0 < macs && macs < stats.dense_macs, "{name} on {pi}");
         }
     }
