@@ -3,7 +3,7 @@
 //!
 //! The kernel (one version per [`SimdLevel`](super::SimdLevel)) computes, for each input row
 //! `x_r` (`cin` values each, any rows of one table) and the weight slice `w` (`[cin, cout]`,
-//! row-major), the product row `p_r[j] = Σ_ci x_r[ci]·w[ci][j]` as **one fused multiply-add
+//! in the panel layout of [`pack_weights`]), the product row `p_r[j] = Σ_ci x_r[ci]·w[ci][j]` as **one fused multiply-add
 //! chain over `ci` ascending, starting from +0.0** — the same operations on every level, since
 //! each output channel `j` is its own lane — and then writes `dst_r = p_r` (its offset has
 //! the [`FRESH`] bit) or `dst_r = dst_r + p_r` (one rounding). The rows are taken `MR` at a
@@ -14,9 +14,14 @@
 //!
 //! | level | rows per group (`MR`) | column blocks |
 //! |---|---:|---|
-//! | scalar | 1 | 64 channels at a time, [`f32::mul_add`] |
+//! | scalar | 1 | a panel's channels at a time, [`f32::mul_add`] |
 //! | AVX2+FMA | 6 | 16 (two `ymm`), 8, then single lanes with scalar FMA |
 //! | AVX-512 | 12 | 32 (two `zmm`), 16, then a masked block |
+//!
+//! Every column block lies inside one panel of the weight layout, so a block's weights are
+//! one contiguous run read front to back. (Row-major slices of 256 columns put the 32 columns
+//! a block reads 1 KiB apart, all in a few L1 sets, and the block re-read them from L2 for
+//! each group of rows.)
 
 #[cfg(test)]
 thread_local! {
@@ -37,7 +42,7 @@ pub(crate) struct GemmArgs<'a> {
     pub x: &'a [f32],
     /// The input rows to multiply, as row indices into `x`.
     pub rows: &'a [u32],
-    /// `[cin, cout]` row-major.
+    /// `[cin, cout]` in the panel layout of [`pack_weights`].
     pub w: &'a [f32],
     /// Output channels.
     pub cout: usize,
@@ -94,6 +99,51 @@ impl GemmArgs<'_> {
     }
 }
 
+/// Width of the weight layout's full panels: the AVX-512 kernel's widest column block.
+const PANEL: usize = 32;
+
+/// The panel of the weight layout (see [`pack_weights`]) holding output column `j` of a
+/// slice of `cout` columns: its first column and its width.
+#[inline(always)]
+fn panel(cout: usize, j: usize) -> (usize, usize) {
+    let full = cout / PANEL * PANEL;
+    if j < full {
+        (j / PANEL * PANEL, PANEL)
+    } else if cout - full >= 16 && j < full + 16 {
+        (full, 16)
+    } else {
+        let first = if cout - full >= 16 { full + 16 } else { full };
+        (first, cout - first)
+    }
+}
+
+/// Where a column block from `j0` starts in a panel-layout slice of `cin` rows, and the
+/// distance from one of its rows to the next (its panel's width).
+#[inline(always)]
+fn block_at(cin: usize, cout: usize, j0: usize) -> (usize, usize) {
+    let (first, width) = panel(cout, j0);
+    (first * cin + j0 - first, width)
+}
+
+/// A `[cin, cout]` row-major weight slice in the micro-kernels' layout: its columns cut into
+/// panels — 32 wide while 32 columns remain, then one of 16 if 16 remain, then the rest —
+/// each stored `[cin, width]` row-major, panels in column order. Weight `(ci, j)` of the
+/// panel from column `f` of width `b` is at `f·cin + ci·b + (j − f)`. Only where the
+/// weights lie changes: every level's arithmetic is the same (see the module docs).
+pub(crate) fn pack_weights(w: &[f32], cin: usize, cout: usize) -> Vec<f32> {
+    assert_eq!(w.len(), cin * cout, "a [cin, cout] slice");
+    let mut packed = Vec::with_capacity(w.len());
+    let mut j0 = 0;
+    while j0 < cout {
+        let (_, width) = panel(cout, j0);
+        for row in w.chunks_exact(cout) {
+            packed.extend_from_slice(&row[j0..j0 + width]);
+        }
+        j0 += width;
+    }
+    packed
+}
+
 /// Rows per call of the AVX2 kernel.
 pub(crate) const MR_AVX2: usize = 6;
 /// Rows per call of the AVX-512 kernel.
@@ -103,15 +153,16 @@ pub(crate) const MR_AVX512: usize = 12;
 pub(crate) fn gemm_scalar(a: GemmArgs<'_>) {
     let cin = a.check().cin;
     let cout = a.cout;
-    let mut p = [0.0f32; 64];
+    let mut p = [0.0f32; PANEL];
     for (r, &row) in a.rows.iter().enumerate() {
         let x = &a.x[row as usize * cin..][..cin];
-        for j0 in (0..cout).step_by(64) {
-            let nb = (cout - j0).min(64);
+        let mut j0 = 0;
+        while j0 < cout {
+            let (start, nb) = block_at(cin, cout, j0);
             let p = &mut p[..nb];
             p.fill(0.0);
             for (ci, &xv) in x.iter().enumerate() {
-                let wr = &a.w[ci * cout + j0..][..nb];
+                let wr = &a.w[start + ci * nb..][..nb];
                 for (acc, &wv) in p.iter_mut().zip(wr) {
                     *acc = xv.mul_add(wv, *acc);
                 }
@@ -124,6 +175,7 @@ pub(crate) fn gemm_scalar(a: GemmArgs<'_>) {
                     *d += v;
                 }
             }
+            j0 += nb;
         }
     }
 }
@@ -330,10 +382,11 @@ mod x86 {
     ) {
         let fresh = p.fresh;
         let mut acc = [[_mm512_setzero_ps(); V]; M];
-        let mut wp = p.w.wrapping_add(j0);
+        let (start, width) = super::block_at(cin, cout, j0);
+        let mut wp = p.w.wrapping_add(start);
         for ci in 0..cin {
-            // SAFETY: `ci < cin`; weight row `ci` has `cout` columns, `j0 + 16·V <= cout` or
-            // masked; input rows have `cin` values.
+            // SAFETY: `ci < cin`; the block's panel row `ci` has `width` columns from `wp`,
+            // `16·V <= width` or masked to it; input rows have `cin` values.
             unsafe {
                 let wv: [__m512; V] =
                     std::array::from_fn(|v| _mm512_maskz_loadu_ps(mask, wp.add(16 * v)));
@@ -344,7 +397,7 @@ mod x86 {
                     }
                 }
             }
-            wp = wp.wrapping_add(cout);
+            wp = wp.wrapping_add(width);
         }
         // Without a branch per row (whether a row is fresh follows the data): a fresh row's
         // lanes load nothing and keep the product; the others get `old + product`.
@@ -410,11 +463,12 @@ mod x86 {
             }
         }
         for j in j0..cout {
+            let (start, width) = super::block_at(cin, cout, j);
             for r in 0..M {
                 let mut acc = 0.0f32;
                 for ci in 0..cin {
-                    // SAFETY: `ci < cin`, `j < cout`.
-                    unsafe { acc = (*p.xs[r].add(ci)).mul_add(*p.w.add(ci * cout + j), acc) };
+                    // SAFETY: `ci < cin`; weight `(ci, j)` is at `start + ci·width`.
+                    unsafe { acc = (*p.xs[r].add(ci)).mul_add(*p.w.add(start + ci * width), acc) };
                 }
                 // SAFETY: `j < cout`.
                 unsafe {
@@ -439,9 +493,11 @@ mod x86 {
     ) {
         let fresh = p.fresh;
         let mut acc = [[_mm256_setzero_ps(); V]; M];
-        let mut wp = p.w.wrapping_add(j0);
+        let (start, width) = super::block_at(cin, cout, j0);
+        let mut wp = p.w.wrapping_add(start);
         for ci in 0..cin {
-            // SAFETY: `ci < cin`, `j0 + 8·V <= cout`.
+            // SAFETY: `ci < cin`; the block's panel row `ci` has `width >= 8·V` columns from
+            // `wp` (a block never crosses a panel).
             unsafe {
                 let wv: [__m256; V] = std::array::from_fn(|v| _mm256_loadu_ps(wp.add(8 * v)));
                 for r in 0..M {
@@ -451,7 +507,7 @@ mod x86 {
                     }
                 }
             }
-            wp = wp.wrapping_add(cout);
+            wp = wp.wrapping_add(width);
         }
         // Without a branch per row, as on AVX-512: every row gets `old + product`, and a
         // fresh row's lanes take the product instead.
@@ -464,6 +520,73 @@ mod x86 {
                     let sum = _mm256_add_ps(_mm256_loadu_ps(o), acc[r][v]);
                     _mm256_storeu_ps(o, _mm256_blendv_ps(sum, acc[r][v], keep));
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every weight lands where [`pack_weights`] says, in panels of 32, then 16, then the rest,
+    /// and each kernel column block lies inside one panel.
+    #[test]
+    fn weights_pack_into_panels() {
+        for (cin, cout) in [
+            (1, 1),
+            (3, 7),
+            (2, 16),
+            (2, 24),
+            (5, 32),
+            (4, 50),
+            (3, 56),
+            (2, 256),
+        ] {
+            let w: Vec<f32> = (0..cin * cout).map(|i| i as f32).collect();
+            let packed = pack_weights(&w, cin, cout);
+            assert_eq!(packed.len(), w.len());
+            let mut widths = Vec::new();
+            let mut j = 0;
+            while j < cout {
+                let (first, width) = panel(cout, j);
+                assert_eq!(first, j, "panels tile the columns in order");
+                widths.push(width);
+                for ci in 0..cin {
+                    for c in first..first + width {
+                        assert_eq!(
+                            packed[first * cin + ci * width + c - first],
+                            w[ci * cout + c]
+                        );
+                    }
+                }
+                j += width;
+            }
+            let (full, rest) = (cout / 32, cout % 32);
+            let mut want = vec![32; full];
+            want.extend((rest >= 16).then_some(16));
+            want.extend((rest % 16 > 0).then_some(rest % 16));
+            assert_eq!(widths, want, "cout {cout}");
+            // Each level's column blocks (AVX-512: 32s, a 16, a masked rest; AVX2: 16s, an
+            // 8, single columns) lie inside one panel.
+            let inside = |j0: usize, n: usize| {
+                let (first, width) = panel(cout, j0);
+                assert!(j0 + n <= first + width, "block of {n} at {j0} of {cout}");
+            };
+            for (wide, narrow) in [(32, 16), (16, 8)] {
+                let mut j0 = 0;
+                while j0 + wide <= cout {
+                    inside(j0, wide);
+                    j0 += wide;
+                }
+                if j0 + narrow <= cout {
+                    inside(j0, narrow);
+                    j0 += narrow;
+                }
+                if j0 < cout && wide == 32 {
+                    inside(j0, cout - j0);
+                }
+                (j0..cout).for_each(|j| inside(j, 1));
             }
         }
     }

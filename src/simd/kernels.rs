@@ -100,7 +100,8 @@ mod tests {
     use super::*;
 
     /// The conv micro-kernel gives the same bits on every supported level, for every row
-    /// count and column tail, stored and added.
+    /// count and column tail (every mix of panel widths), stored and added, and the product
+    /// of the row-major weights it was given packed.
     #[test]
     fn gemm_levels_agree_bit_for_bit() {
         let mut seed = 7u64;
@@ -108,8 +109,20 @@ mod tests {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
             ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         };
-        for &(cin, cout) in &[(1, 32), (3, 7), (32, 32), (17, 45), (64, 256), (5, 1)] {
+        let shapes = [
+            (1, 32),
+            (3, 7),
+            (32, 32),
+            (17, 45),
+            (64, 256),
+            (5, 1),
+            (9, 56),
+            (4, 50),
+            (2, 24),
+        ];
+        for &(cin, cout) in &shapes {
             let w: Vec<f32> = (0..cin * cout).map(|_| next()).collect();
+            let packed = conv::pack_weights(&w, cin, cout);
             let rows: Vec<Vec<f32>> = (0..12)
                 .map(|_| (0..cin).map(|_| next()).collect())
                 .collect();
@@ -133,7 +146,7 @@ mod tests {
                     (k.gemm)(GemmArgs {
                         x: &x,
                         rows: &ids,
-                        w: &w,
+                        w: &packed,
                         cout,
                         dst: &mut dst,
                         offs: &offs,

@@ -31,7 +31,7 @@ use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
 use crate::featurize::rulebook::{Neighbours, PairSink};
 use crate::featurize::window::Window;
-use crate::simd::conv::{GemmArgs, FRESH};
+use crate::simd::conv::{pack_weights, GemmArgs, FRESH};
 use crate::simd::kernels::Kernels;
 use crate::simd::{prefetch_row, prefetch_row_l1};
 
@@ -44,7 +44,8 @@ pub(crate) struct SparseConv {
     pub cin: usize,
     /// Output channels.
     pub cout: usize,
-    /// `[K, cin, cout]` row-major.
+    /// `[K, cin, cout]`: per kernel index κ, its `[cin, cout]` slice in the micro-kernel's
+    /// panel layout ([`pack_weights`]).
     pub weights: Vec<f32>,
     /// `[cout]`.
     pub bias: Option<Vec<f32>>,
@@ -92,7 +93,11 @@ pub(super) fn build(ctx: &BuildCtx<'_>) -> Result<Built> {
             },
             cin,
             cout,
-            weights: w.data.clone(),
+            weights: w
+                .data
+                .chunks_exact((cin * cout).max(1))
+                .flat_map(|slice| pack_weights(slice, cin, cout))
+                .collect(),
             bias,
             relu: false,
         })),
