@@ -6,8 +6,8 @@
 //! in the panel layout of [`pack_weights`]), the product row `p_r[j] = Σ_ci x_r[ci]·w[ci][j]` as **one fused multiply-add
 //! chain over `ci` ascending, starting from +0.0** — the same operations on every level, since
 //! each output channel `j` is its own lane — and then writes `dst_r = p_r` (its offset has
-//! the [`FRESH`] bit) or `dst_r = dst_r + p_r` (one rounding). The rows are taken `MR` at a
-//! time and written in order, each output row added to read right before it is written, so
+//! the [`FRESH`] bit) or `dst_r = dst_r + p_r` (one rounding). The rows are taken in groups of
+//! at most `MR` (see `group_rows`) and written in order, each output row added to read right before it is written, so
 //! contributions of several rows (or calls) to one output row are added in order.
 //!
 //! Register blocking differs per level and never changes the arithmetic of a lane:
@@ -96,6 +96,19 @@ impl GemmArgs<'_> {
             ok & ((o & !FRESH) + self.cout <= self.dst.len())
         });
         assert!(outs_in, "output rows in bounds");
+    }
+}
+
+/// Rows of the next group when `left` rows remain, at most `mr`: full groups, except that
+/// the last `mr + 1` to `2·mr − 1` rows go as two groups of nearly equal size. A group of
+/// fewer than four rows has fewer independent accumulator chains than the FMA units need,
+/// so a tail of one or two rows would cost almost what a full group costs.
+#[inline(always)]
+fn group_rows(left: usize, mr: usize) -> usize {
+    if left > mr && left < 2 * mr {
+        left.div_ceil(2)
+    } else {
+        left.min(mr)
     }
 }
 
@@ -208,7 +221,7 @@ pub(crate) fn gemm_avx512(mut a: GemmArgs<'_>) {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::{GemmArgs, Shape, FRESH, MR_AVX2, MR_AVX512};
+    use super::{group_rows, GemmArgs, Shape, FRESH, MR_AVX2, MR_AVX512};
 
     /// Raw pointers of one group of `M` rows: input rows, weights, output rows, and which
     /// rows are stored rather than added.
@@ -282,7 +295,7 @@ mod x86 {
         unsafe { check_rows_avx512(a, shape) };
         let mut first = 0;
         while first < a.rows.len() {
-            let m = (a.rows.len() - first).min(MR_AVX512);
+            let m = group_rows(a.rows.len() - first, MR_AVX512);
             prefetch_rows(a, first + m, MR_AVX512, shape.cin);
             // SAFETY (all arms): forwarded caller contract; rows `first..first + m` exist.
             unsafe {
@@ -427,7 +440,7 @@ mod x86 {
         let shape = a.check();
         let mut first = 0;
         while first < a.rows.len() {
-            let m = (a.rows.len() - first).min(MR_AVX2);
+            let m = group_rows(a.rows.len() - first, MR_AVX2);
             // SAFETY (all arms): forwarded caller contract; rows `first..first + m` exist.
             unsafe {
                 match m {

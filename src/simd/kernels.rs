@@ -100,10 +100,13 @@ mod tests {
     use super::*;
 
     /// The conv micro-kernel gives the same bits on every supported level, for every row
-    /// count and column tail (every mix of panel widths), stored and added, and the product
+    /// count (every cut into groups of rows) and column tail (every mix of panel widths),
+    /// stored and added, and the product
     /// of the row-major weights it was given packed.
     #[test]
     fn gemm_levels_agree_bit_for_bit() {
+        // Up to two full AVX-512 groups and a part: every way a call is cut into groups.
+        const N: usize = 25;
         let mut seed = 7u64;
         let mut next = move || {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
@@ -123,11 +126,9 @@ mod tests {
         for &(cin, cout) in &shapes {
             let w: Vec<f32> = (0..cin * cout).map(|_| next()).collect();
             let packed = conv::pack_weights(&w, cin, cout);
-            let rows: Vec<Vec<f32>> = (0..12)
-                .map(|_| (0..cin).map(|_| next()).collect())
-                .collect();
-            let init: Vec<f32> = (0..13 * cout).map(|_| next()).collect();
-            for m in 1..=12 {
+            let rows: Vec<Vec<f32>> = (0..N).map(|_| (0..cin).map(|_| next()).collect()).collect();
+            let init: Vec<f32> = (0..(N + 1) * cout).map(|_| next()).collect();
+            for m in 1..=N {
                 let mut want: Option<Vec<u32>> = None;
                 for level in SimdLevel::supported() {
                     let k = Kernels::for_level(level);
@@ -141,7 +142,7 @@ mod tests {
                     let ids: Vec<u32> = (0..m).map(|r| (m - r) as u32).collect();
                     // Rows in reverse order with a gap, every other one fresh.
                     let offs: Vec<usize> = (0..m)
-                        .map(|r| ((12 - r) * cout) | if r % 2 == 1 { FRESH } else { 0 })
+                        .map(|r| ((N - r) * cout) | if r % 2 == 1 { FRESH } else { 0 })
                         .collect();
                     (k.gemm)(GemmArgs {
                         x: &x,
@@ -167,7 +168,7 @@ mod tests {
                         for (ci, &x) in row.iter().enumerate() {
                             acc = x.mul_add(w[ci * cout + j], acc);
                         }
-                        let o = (12 - r) * cout + j;
+                        let o = (N - r) * cout + j;
                         let v = if r % 2 == 1 { acc } else { init[o] + acc };
                         assert_eq!(want[o], v.to_bits());
                     }
