@@ -18,7 +18,7 @@ use rayon::prelude::*;
 use super::band::{share, BandJobs};
 use super::coords::Coords;
 use super::exec::{Progress, Run, ALL, FIRST_PAUSE, LONGEST_PAUSE};
-use super::jobs::{expand_masks, task_jobs, Phase};
+use super::jobs::{expand_masks, task_jobs, Phase, TaskJobs};
 use super::masks::MaskGeometry;
 use super::memory::{Charge, RowBuf};
 use super::ops::{Part, RowProducts, Stencil};
@@ -85,6 +85,29 @@ fn task_sums(
         (k.sum_rows_f64)(acc, table, &ids[pts.start - base..pts.end - base]);
     }
     sum
+}
+
+/// Per κ, the indices (ascending) of the shared rows (`index`: a row id's index among them,
+/// or `u32::MAX`) that some pair of `lists` reads with that κ: the products of
+/// [`Stencil::row_products`] a band step needs. (A shared row is read with a few of the
+/// κ: computing all of them did twice the products needed on DASH's conv10.)
+fn wanted_products(lists: &[TaskJobs], index: &[u32], volume: usize) -> Vec<Vec<u32>> {
+    let rows = index.iter().filter(|&&i| i != u32::MAX).count();
+    let mut used = vec![false; volume * rows];
+    for &(kappa, id) in lists.iter().flat_map(|l| l.pairs.iter()) {
+        let i = index[id as usize];
+        if i != u32::MAX {
+            used[kappa as usize * rows + i as usize] = true;
+        }
+    }
+    (0..volume)
+        .map(|kappa| {
+            let per_kappa = &used[kappa * rows..][..rows];
+            (0..rows as u32)
+                .filter(|&i| per_kappa[i as usize])
+                .collect()
+        })
+        .collect()
 }
 
 /// Where a direct-path call over the input rows `[start, end)` of `x` stops so that it
@@ -418,7 +441,7 @@ impl<'m> Run<'_, 'm> {
                 .iter()
                 .map(|h| (h.len() / s.c.max(1)) as u64)
                 .sum::<u64>()
-            + products.map_or(0, |p| (p.rows * op.reach().geom.volume()) as u64);
+            + products.map_or(0, |p| p.computed);
         self.done(si, multiplied * op.macs_per_pair());
         let sums = if plan.pooled[step.output] {
             let t_y = plan.stride(step.output);
@@ -545,11 +568,14 @@ impl<'m> Run<'_, 'm> {
             for (i, &r) in rows.iter().enumerate() {
                 index[r as usize] = i as u32;
             }
-            return Ok(op.row_products(x, &rows, g, s.k).map(|table| {
+            let wanted = wanted_products(&band.lists, &index, volume as usize);
+            let computed = wanted.iter().map(|w| w.len() as u64).sum();
+            return Ok(op.row_products(x, &rows, &wanted, g, s.k).map(|table| {
                 let rp = RowProducts {
                     index,
                     rows: rows.len(),
                     table,
+                    computed,
                 };
                 (rp, charge)
             }));

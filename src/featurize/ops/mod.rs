@@ -157,14 +157,16 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
     fn macs_per_pair(&self) -> u64 {
         0
     }
-    /// The products `input.row(r) · W[κ]` of the given input rows for every κ, as
-    /// `[K, rows.len(), cout]`, each exactly as [`compute`](Self::compute) would compute it;
-    /// `None` for stencils without products. `grain` is the `with_min_len` of its parallel
-    /// loops (see `rulebook::grain`).
+    /// The products `input.row(rows[i]) · W[κ]` of the given input rows, for every κ and
+    /// every `i` in `wanted[κ]` (ascending), at `[κ, i]` of a `[K, rows.len(), cout]` table,
+    /// each exactly as [`compute`](Self::compute) would compute it (the other entries stay
+    /// zero: no job reads them); `None` for stencils without products. `grain` is the
+    /// `with_min_len` of its parallel loops (see `rulebook::grain`).
     fn row_products(
         &self,
         _input: &Window<'_>,
         _rows: &[u32],
+        _wanted: &[Vec<u32>],
         _grain: usize,
         _k: &Kernels,
     ) -> Option<Vec<f32>> {
@@ -234,15 +236,18 @@ impl<'a> Part<'a> {
     }
 }
 
-/// Products of a band step's shared input rows for every κ (see [`Stencil::row_products`]).
+/// Products of a band step's shared input rows with the κ its jobs read them with (see
+/// [`Stencil::row_products`]).
 #[derive(Debug)]
 pub(crate) struct RowProducts {
     /// Per input row id: its index among the rows with products, or `u32::MAX`.
     pub index: Vec<u32>,
     /// Number of rows with products.
     pub rows: usize,
-    /// `[K, rows, cout]`.
+    /// `[K, rows, cout]`: the products some job reads (see [`Stencil::row_products`]).
     pub table: Vec<f32>,
+    /// Number of products computed.
+    pub computed: u64,
 }
 
 impl RowProducts {

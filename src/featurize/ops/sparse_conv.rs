@@ -153,6 +153,7 @@ impl Stencil for SparseConv {
         &self,
         input: &Window<'_>,
         rows: &[u32],
+        wanted: &[Vec<u32>],
         grain: usize,
         k: &Kernels,
     ) -> Option<Vec<f32>> {
@@ -165,19 +166,29 @@ impl Stencil for SparseConv {
         const CHUNK: usize = 240;
         table
             .par_chunks_mut(rows.len() * cout)
+            .zip(wanted)
             .enumerate()
             .with_min_len(grain)
-            .for_each(|(kappa, block)| {
+            .for_each(|(kappa, (block, wanted))| {
                 let w = &self.weights[kappa * cin * cout..][..cin * cout];
                 block
                     .par_chunks_mut(CHUNK * cout)
-                    .zip(rows.par_chunks(CHUNK))
+                    .enumerate()
                     .with_min_len(grain)
-                    .for_each(|(dst, ids)| {
-                        let offs: Vec<usize> = (0..ids.len()).map(|r| (r * cout) | FRESH).collect();
+                    .for_each(|(c, dst)| {
+                        // The wanted rows of this chunk, `[c·CHUNK, (c + 1)·CHUNK)`.
+                        let first = (c * CHUNK) as u32;
+                        let lo = wanted.partition_point(|&i| i < first);
+                        let hi = wanted.partition_point(|&i| i < first + CHUNK as u32);
+                        let ids: Vec<u32> =
+                            wanted[lo..hi].iter().map(|&i| rows[i as usize]).collect();
+                        let offs: Vec<usize> = wanted[lo..hi]
+                            .iter()
+                            .map(|&i| ((i - first) as usize * cout) | FRESH)
+                            .collect();
                         (k.gemm)(GemmArgs {
                             x: &input.table,
-                            rows: ids,
+                            rows: &ids,
                             w,
                             cout,
                             dst,
