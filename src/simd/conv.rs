@@ -3,12 +3,13 @@
 //!
 //! The kernel (one version per [`SimdLevel`](super::SimdLevel)) computes, for each input row
 //! `x_r` (`cin` values each, any rows of one table) and the weight slice `w` (`[cin, cout]`,
-//! in the panel layout of [`pack_weights`]), the product row `p_r[j] = Σ_ci x_r[ci]·w[ci][j]` as **one fused multiply-add
-//! chain over `ci` ascending, starting from +0.0** — the same operations on every level, since
-//! each output channel `j` is its own lane — and then writes `dst_r = p_r` (its offset has
-//! the [`FRESH`] bit) or `dst_r = dst_r + p_r` (one rounding). The rows are taken in groups of
-//! at most `MR` (see `group_rows`) and written in order, each output row added to read right before it is written, so
-//! contributions of several rows (or calls) to one output row are added in order.
+//! in the panel layout of [`pack_weights`]), the product row `p_r[j] = Σ_ci x_r[ci]·w[ci][j]`
+//! as **one fused multiply-add chain over `ci` ascending, starting from +0.0** — the same
+//! operations on every level, since each output channel `j` is its own lane — and then writes
+//! `dst_r = p_r` (its offset has the [`FRESH`] bit) or `dst_r = dst_r + p_r` (one rounding).
+//! The rows are taken in groups of at most `MR` (see `group_rows`) and written in order, each
+//! output row added to read right before it is written, so contributions of several rows (or
+//! calls) to one output row are added in order.
 //!
 //! Register blocking differs per level and never changes the arithmetic of a lane:
 //!
