@@ -88,11 +88,10 @@ fn task_sums(
 }
 
 /// Per κ, the indices (ascending) of the shared rows (`index`: a row id's index among them,
-/// or `u32::MAX`) that some pair of `lists` reads with that κ: the products of
+/// or `u32::MAX`; `rows` of them) that some pair of `lists` reads with that κ: the products of
 /// [`Stencil::row_products`] a band step needs. (A shared row is read with a few of the
 /// κ: computing all of them did twice the products needed on DASH's conv10.)
-fn wanted_products(lists: &[TaskJobs], index: &[u32], volume: usize) -> Vec<Vec<u32>> {
-    let rows = index.iter().filter(|&&i| i != u32::MAX).count();
+fn wanted_products(lists: &[TaskJobs], index: &[u32], rows: usize, volume: usize) -> Vec<Vec<u32>> {
     let mut used = vec![false; volume * rows];
     for &(kappa, id) in lists.iter().flat_map(|l| l.pairs.iter()) {
         let i = index[id as usize];
@@ -568,7 +567,7 @@ impl<'m> Run<'_, 'm> {
             for (i, &r) in rows.iter().enumerate() {
                 index[r as usize] = i as u32;
             }
-            let wanted = wanted_products(&band.lists, &index, volume as usize);
+            let wanted = wanted_products(&band.lists, &index, rows.len(), volume as usize);
             let computed = wanted.iter().map(|w| w.len() as u64).sum();
             return Ok(op.row_products(x, &rows, &wanted, g, s.k).map(|table| {
                 let rp = RowProducts {
