@@ -34,7 +34,7 @@ pub struct FeaturizeOptions {
     /// Default [`DEFAULT_MEMORY_BUDGET`](Self::DEFAULT_MEMORY_BUDGET); `usize::MAX` disables it.
     pub memory_budget: usize,
     /// Pattern entries per row band (of each slab, see [`FeaturizerGraph`]'s `# Threads`).
-    /// `None` picks about 32 MiB of features of the widest layer per band (16 Ki to 256 Ki
+    /// `None` picks about 32 MiB of features of the widest layer per band (96 Ki to 256 Ki
     /// entries); `Some(usize::MAX)` runs the whole pattern (each slab) as one band. Results
     /// do not depend on it. `Some(0)` is an error.
     pub band_entries: Option<usize>,

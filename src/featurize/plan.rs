@@ -89,8 +89,11 @@ pub(crate) const BAND_BYTES: usize = 32 << 20;
 /// Bytes of output rows a step on the direct path computes per call (see `exec`): small
 /// enough that the next layers read them from cache.
 pub(crate) const CHUNK_BYTES: usize = 4 << 20;
-/// Fewest automatic band entries.
-pub(crate) const MIN_BAND: usize = 1 << 14;
+/// Fewest automatic band entries. It trades the band tables' size against what each cut
+/// between bands costs: a key used on both sides of a cut is computed in each band, and the
+/// keys of wide layers (DASH's 256 channels, which 32 MiB alone would cut every 32 Ki
+/// entries) are the dearest to compute twice.
+pub(crate) const MIN_BAND: usize = 96 << 10;
 /// Most automatic band entries.
 pub(crate) const MAX_BAND: usize = 1 << 18;
 
