@@ -21,8 +21,9 @@
 //! pool when it ends, so a graph that has featurized one very large matrix does not keep
 //! that matrix's buffers afterwards. Buffers under [`BufferPool::MIN_BYTES`] are not kept
 //! (the allocator recycles those without faulting pages in), so the small tables of the last
-//! layers do not take the places of the large ones; over the count the smallest go first,
-//! over the bytes the largest.
+//! layers do not take the places of the large ones. Over the count the smallest go first;
+//! over the bytes while a run goes, the ones returned longest ago (the latest are the
+//! tables the next band asks for); when a run ends, the largest.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -117,6 +118,7 @@ impl RowBuf {
     const SLACK: usize = 15;
 
     /// `n` zeros, aligned.
+    #[cfg(test)]
     pub fn zeroed(n: usize) -> Self {
         let mut b = Self::default();
         b.resize(n);
@@ -209,17 +211,27 @@ pub(crate) struct BufferPool {
 impl BufferPool {
     /// Most buffers kept.
     pub const MAX_BUFFERS: usize = 32;
-    /// Most bytes kept while a run is going.
-    pub const MAX_BYTES: usize = 256 << 20;
+    /// Most bytes kept while a run is going. It trades memory held beside the run's own
+    /// (charged) tables against tables faulted in anew: two slabs of a wide graph return
+    /// about one band's tables of every layer per band, and a pool that cannot hold them
+    /// drops tables the next band asks for again (BENCHMARKS.md, "Huge pages for the tables,
+    /// and a pool that keeps a band's tables").
+    pub const MAX_BYTES: usize = 512 << 20;
     /// Most bytes kept between runs.
     pub const RETAINED_BYTES: usize = 64 << 20;
     /// Smallest buffer kept (a page): the allocator recycles smaller ones itself, and they
     /// would only take the places of large ones.
     pub const MIN_BYTES: usize = 4 << 10;
 
+    /// Room a new buffer has beyond its first length, as a fraction of it: a layer's band
+    /// tables differ by a few percent from band to band, and a buffer made to the exact size
+    /// would fit no later, larger band. The room is address space until a band writes it.
+    const ROOM_DIVISOR: usize = 8;
+
     /// A buffer of length `n` with **unspecified contents** (stale values from an earlier
     /// use): callers overwrite all of it. Takes the smallest pooled buffer with capacity in
-    /// `n..=2n` (preferring one already at least `n` long), else allocates.
+    /// `n..=2n` (preferring one already at least `n` long), else allocates one with room for
+    /// `n / ROOM_DIVISOR` more.
     pub fn take(&self, n: usize) -> RowBuf {
         let pooled = {
             let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
@@ -227,32 +239,49 @@ impl BufferPool {
             let pick = (0..bufs.len())
                 .filter(|&i| fits(&bufs[i]))
                 .min_by_key(|&i| (!bufs[i].holds(n), bufs[i].capacity()));
-            pick.map(|i| bufs.swap_remove(i))
+            pick.map(|i| bufs.remove(i))
         };
         match pooled {
             Some(mut v) => {
                 v.resize(n);
                 v
             }
-            None => RowBuf::zeroed(n),
+            None => {
+                let mut v = RowBuf {
+                    buf: zeroed_values(n + n / Self::ROOM_DIVISOR + RowBuf::SLACK),
+                    ..RowBuf::default()
+                };
+                v.resize(n);
+                v
+            }
         }
     }
 
     /// Returns a buffer to the pool (unless it is under [`MIN_BYTES`](Self::MIN_BYTES) or
-    /// over [`MAX_BYTES`](Self::MAX_BYTES)), then drops buffers while over the limits.
+    /// over [`MAX_BYTES`](Self::MAX_BYTES)), then drops buffers while over the limits: over
+    /// the count the smallest, over the bytes the ones returned longest ago (the pool keeps
+    /// them in the order they came back; the latest are the tables the next band asks for).
     pub fn give(&self, v: RowBuf) {
         if v.capacity() * 4 < Self::MIN_BYTES || v.capacity() * 4 > Self::MAX_BYTES {
             return;
         }
         let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
         bufs.push(v);
-        Self::shrink(&mut bufs, Self::MAX_BUFFERS, Self::MAX_BYTES);
+        if bufs.len() > Self::MAX_BUFFERS {
+            if let Some(i) = (0..bufs.len()).min_by_key(|&i| bufs[i].capacity()) {
+                bufs.remove(i);
+            }
+        }
+        let mut total: usize = bufs.iter().map(|b| b.capacity() * 4).sum();
+        while total > Self::MAX_BYTES {
+            total -= bufs.remove(0).capacity() * 4;
+        }
     }
 
     /// Trims the pool to [`RETAINED_BYTES`](Self::RETAINED_BYTES) (end of a run).
     pub fn trim(&self) {
         let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
-        Self::shrink(&mut bufs, Self::MAX_BUFFERS, Self::RETAINED_BYTES);
+        Self::shrink(&mut bufs, Self::RETAINED_BYTES);
     }
 
     /// Bytes held.
@@ -262,14 +291,10 @@ impl BufferPool {
         bufs.iter().map(|b| b.capacity() * 4).sum()
     }
 
-    /// Drops the smallest buffers while more than `count` are kept, then the largest while
-    /// they hold more than `bytes` (the largest first: they are the ones a large matrix
-    /// left behind).
-    fn shrink(bufs: &mut Vec<RowBuf>, count: usize, bytes: usize) {
+    /// Drops the largest buffers while they hold more than `bytes` (the largest first: they
+    /// are the ones a large matrix left behind).
+    fn shrink(bufs: &mut Vec<RowBuf>, bytes: usize) {
         bufs.sort_by_key(|b| b.capacity());
-        if bufs.len() > count {
-            bufs.drain(..bufs.len() - count);
-        }
         let mut total: usize = bufs.iter().map(|b| b.capacity() * 4).sum();
         while total > bytes {
             let Some(b) = bufs.pop() else { break };
@@ -357,6 +382,46 @@ mod tests {
         p.trim();
         assert!(p.bytes() <= BufferPool::RETAINED_BYTES, "{}", p.bytes());
         assert_eq!(p.take(1 << 20).len(), 1 << 20);
+    }
+
+    /// While a run goes, over the bytes the buffers returned longest ago go (not the
+    /// largest: those are the ones the next band of a wide layer asks for).
+    #[test]
+    fn pool_drops_the_oldest_over_its_bytes() {
+        let p = BufferPool::default();
+        let quarter = BufferPool::MAX_BYTES / 4 / 4; // values: a quarter of the bytes
+        let mut firsts = Vec::new();
+        for extra in 0..5 {
+            // Untouched zeroed pages: no memory is faulted in.
+            let b = RowBuf::zeroed(quarter + extra * 1024);
+            firsts.push(b.as_ptr() as usize);
+            p.give(b);
+        }
+        assert!(p.bytes() <= BufferPool::MAX_BYTES);
+        let kept: Vec<usize> = p
+            .bufs
+            .lock()
+            .expect("lock")
+            .iter()
+            .map(|b| b.as_ptr() as usize)
+            .collect();
+        assert!(!kept.contains(&firsts[0]), "the oldest went");
+        assert!(kept.contains(&firsts[4]), "the latest (and largest) stayed");
+    }
+
+    /// A new buffer has room beyond its first length, so a slightly larger later band
+    /// takes it again instead of a new one.
+    #[test]
+    fn new_buffers_have_room_for_larger_bands() {
+        let p = BufferPool::default();
+        let n = 1 << 20;
+        let first = p.take(n);
+        assert_eq!(first.len(), n);
+        let at = first.as_ptr() as usize;
+        p.give(first);
+        let larger = p.take(n + n / (2 * BufferPool::ROOM_DIVISOR));
+        assert_eq!(larger.as_ptr() as usize, at, "taken again");
+        assert!(larger.iter().all(|&v| v == 0.0));
     }
 
     /// A large new table is zeros, and on Linux its aligned 2 MiB pages carry the huge-page
