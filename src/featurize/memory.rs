@@ -14,8 +14,7 @@
 //! # Pool
 //!
 //! [`BufferPool`] keeps released feature tables for reuse, because fresh multi-MB
-//! allocations are page-faulted in on first touch at about the cost of the arithmetic (new
-//! large tables ask for huge pages, see [`zeroed_values`], which makes that cheaper). It
+//! allocations are page-faulted in on first touch at about the cost of the arithmetic. It
 //! keeps at most [`BufferPool::MAX_BUFFERS`] buffers and [`BufferPool::MAX_BYTES`] bytes while
 //! a run is going, and at most [`BufferPool::RETAINED_BYTES`] between runs: a run trims the
 //! pool when it ends, so a graph that has featurized one very large matrix does not keep
@@ -137,11 +136,7 @@ impl RowBuf {
     /// Length `n`, aligned, with unspecified values (zeros where the buffer grew).
     fn resize(&mut self, n: usize) {
         if self.buf.len() < n + Self::SLACK {
-            if self.buf.is_empty() {
-                self.buf = zeroed_values(n + Self::SLACK);
-            } else {
-                self.buf.resize(n + Self::SLACK, 0.0);
-            }
+            self.buf.resize(n + Self::SLACK, 0.0);
         }
         let offset = self.buf.as_ptr().align_offset(64);
         self.start = if offset <= Self::SLACK { offset } else { 0 };
@@ -157,35 +152,6 @@ impl RowBuf {
     fn holds(&self, n: usize) -> bool {
         self.buf.len() >= n + Self::SLACK
     }
-}
-
-/// Values (4 MiB) from which [`zeroed_values`] asks for transparent huge pages: the least
-/// that holds one aligned 2 MiB page. Smaller buffers span few 4 KiB pages, so their page
-/// faults and TLB misses cost little.
-const HUGE_PAGE_VALUES: usize = 1 << 20;
-
-/// `n` zeros for a feature table or a table of products. A large one is allocated zeroed
-/// (fresh pages, not yet touched) and, on Linux, advised to be backed by transparent huge
-/// pages before its first write: the tables' rows are gathered from anywhere in them, and
-/// with 4 KiB pages nearly every gathered row of a wide layer is a TLB miss, and every page
-/// of a new table a page fault (BENCHMARKS.md, "Huge pages for the tables"). The advice
-/// covers the 2 MiB-aligned pages inside the buffer; where the kernel has transparent huge
-/// pages off (`never`), it is ignored, and nothing else changes: only where the values lie.
-pub(crate) fn zeroed_values(n: usize) -> Vec<f32> {
-    let v = vec![0.0f32; n];
-    #[cfg(target_os = "linux")]
-    if n >= HUGE_PAGE_VALUES {
-        const HUGE_PAGE: usize = 2 << 20;
-        let start = (v.as_ptr() as usize).next_multiple_of(HUGE_PAGE);
-        let end = (v.as_ptr() as usize + n * 4) / HUGE_PAGE * HUGE_PAGE;
-        if end > start {
-            // SAFETY: `madvise` with MADV_HUGEPAGE only changes how the kernel backs the
-            // pages of `[start, end)`, which lie inside `v`'s allocation; never their values.
-            // Its result is advice too: on failure the pages stay 4 KiB.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
-    }
-    v
 }
 
 impl std::ops::Deref for RowBuf {
@@ -248,7 +214,7 @@ impl BufferPool {
             }
             None => {
                 let mut v = RowBuf {
-                    buf: zeroed_values(n + n / Self::ROOM_DIVISOR + RowBuf::SLACK),
+                    buf: vec![0.0; n + n / Self::ROOM_DIVISOR + RowBuf::SLACK],
                     ..RowBuf::default()
                 };
                 v.resize(n);
@@ -422,52 +388,5 @@ mod tests {
         let larger = p.take(n + n / (2 * BufferPool::ROOM_DIVISOR));
         assert_eq!(larger.as_ptr() as usize, at, "taken again");
         assert!(larger.iter().all(|&v| v == 0.0));
-    }
-
-    /// A large new table is zeros, and on Linux its aligned 2 MiB pages carry the huge-page
-    /// advice (`hg` in the mapping's `VmFlags`); a small one does not ask for it.
-    #[test]
-    #[cfg(target_os = "linux")]
-    fn large_tables_ask_for_huge_pages() {
-        let flags_at = |addr: usize| -> Option<String> {
-            let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-            let mut inside = false;
-            for line in smaps.lines() {
-                let range = line.split_whitespace().next().unwrap_or("");
-                if let Some((a, b)) = range.split_once('-') {
-                    if let (Ok(a), Ok(b)) =
-                        (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16))
-                    {
-                        inside = a <= addr && addr < b;
-                        continue;
-                    }
-                }
-                if inside {
-                    if let Some(flags) = line.strip_prefix("VmFlags:") {
-                        return Some(flags.to_string());
-                    }
-                }
-            }
-            None
-        };
-        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage").exists() {
-            eprintln!("skipped: this kernel has no transparent huge pages");
-            return;
-        }
-        let large = zeroed_values(4 * HUGE_PAGE_VALUES);
-        assert!(large.iter().all(|&v| v == 0.0));
-        let middle = large.as_ptr() as usize + large.len() * 2;
-        let Some(flags) = flags_at(middle) else {
-            eprintln!("skipped: /proc/self/smaps is not readable here");
-            return;
-        };
-        assert!(
-            flags.split_whitespace().any(|f| f == "hg"),
-            "no huge-page advice: {flags}"
-        );
-        let small = zeroed_values(HUGE_PAGE_VALUES / 4);
-        assert!(small.iter().all(|&v| v == 0.0));
-        let flags = flags_at(small.as_ptr() as usize).expect("a mapping");
-        assert!(!flags.split_whitespace().any(|f| f == "hg"), "{flags}");
     }
 }

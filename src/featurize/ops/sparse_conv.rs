@@ -28,7 +28,6 @@ use std::ops::Range;
 
 use crate::featurize::coords::Coords;
 use crate::featurize::jobs::TaskJobs;
-use crate::featurize::memory::zeroed_values;
 use crate::featurize::rulebook::Geometry;
 use crate::featurize::rulebook::{Neighbours, PairSink};
 use crate::featurize::window::Window;
@@ -160,7 +159,7 @@ impl Stencil for SparseConv {
     ) -> Option<Vec<f32>> {
         let (cin, cout) = (self.cin, self.cout);
         let volume = self.reach.geom.volume();
-        let mut table = zeroed_values(volume * rows.len() * cout);
+        let mut table = vec![0.0f32; volume * rows.len() * cout];
         if rows.is_empty() {
             return Some(table);
         }
@@ -483,7 +482,7 @@ impl SparseConv {
     /// `[slots, cout]`, each computed once.
     fn shared_products(&self, jobs: &TaskJobs, input: &Window<'_>, k: &Kernels) -> Vec<f32> {
         let (cin, cout) = (self.cin, self.cout);
-        let mut products = zeroed_values(jobs.hot.len() * cout);
+        let mut products = vec![0.0f32; jobs.hot.len() * cout];
         if jobs.hot.is_empty() {
             return products;
         }
