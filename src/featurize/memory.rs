@@ -180,8 +180,8 @@ impl BufferPool {
     /// Most bytes kept while a run is going. It trades memory held beside the run's own
     /// (charged) tables against tables faulted in anew: two slabs of a wide graph return
     /// about one band's tables of every layer per band, and a pool that cannot hold them
-    /// drops tables the next band asks for again (BENCHMARKS.md, "Huge pages for the tables,
-    /// and a pool that keeps a band's tables").
+    /// drops tables the next band asks for again (BENCHMARKS.md, "A pool that keeps a band's
+    /// tables").
     pub const MAX_BYTES: usize = 512 << 20;
     /// Most bytes kept between runs.
     pub const RETAINED_BYTES: usize = 64 << 20;
