@@ -128,7 +128,7 @@ impl Default for RunKnobs {
 /// `Send + Sync`, shared by reference across threads; `run` takes `&self`. The graph is
 /// immutable after construction except for a pool of released feature tables (behind a
 /// mutex) that later bands and runs reuse, which avoids page-faulting fresh multi-MB
-/// allocations for every band. The pool holds at most 256 MiB while a run is going and at
+/// allocations for every band. The pool holds at most 512 MiB while a run is going and at
 /// most 64 MiB between runs. Concurrent runs take distinct buffers; buffer contents never
 /// affect results. A clone starts with an empty pool.
 #[derive(Debug, Clone)]
