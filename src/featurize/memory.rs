@@ -116,12 +116,21 @@ impl RowBuf {
     /// Values beyond the length kept so that the start can move to a line boundary.
     const SLACK: usize = 15;
 
+    /// `n` zeros, aligned, with room for `room` more values. Allocated zeroed, so the pages
+    /// of a large buffer are not touched until its values are written.
+    fn zeroed_with_room(n: usize, room: usize) -> Self {
+        let mut b = Self {
+            buf: vec![0.0; n + room + Self::SLACK],
+            ..Self::default()
+        };
+        b.resize(n);
+        b
+    }
+
     /// `n` zeros, aligned.
     #[cfg(test)]
     pub fn zeroed(n: usize) -> Self {
-        let mut b = Self::default();
-        b.resize(n);
-        b
+        Self::zeroed_with_room(n, 0)
     }
 
     /// The values of `v` as they are (not aligned; for tables too small to matter).
@@ -212,14 +221,7 @@ impl BufferPool {
                 v.resize(n);
                 v
             }
-            None => {
-                let mut v = RowBuf {
-                    buf: vec![0.0; n + n / Self::ROOM_DIVISOR + RowBuf::SLACK],
-                    ..RowBuf::default()
-                };
-                v.resize(n);
-                v
-            }
+            None => RowBuf::zeroed_with_room(n, n / Self::ROOM_DIVISOR),
         }
     }
 
