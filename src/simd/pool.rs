@@ -223,42 +223,69 @@ lanewise!(
     /// `acc = Σ f64(row id)` over the `acc.len()`-wide rows `ids` of `table`, in order: the
     /// first converted, the next ones added (one row's points for global average pooling).
     sum_rows_f64(acc: &mut [f64], table: &[f32], ids: &[u32]) {
-        let c = acc.len();
-        let Some((&first, rest)) = ids.split_first() else {
-            return;
-        };
-        // Blocks of `B` lanes summed in a local array (registers) over all the rows, rather
-        // than through `acc` in memory once per row; each lane's sum is the same.
-        const B: usize = 32;
-        let mut j0 = 0;
-        while j0 < c {
-            let nb = (c - j0).min(B);
-            let lane = |id: u32| &table[id as usize * c + j0..][..nb];
-            if nb == B {
-                let block = |id: u32| -> &[f32; B] { lane(id).try_into().expect("B lanes") };
-                let mut a: [f64; B] = block(first).map(f64::from);
-                for &id in rest {
-                    let r = block(id);
-                    for k in 0..B {
-                        a[k] += f64::from(r[k]);
-                    }
-                }
-                acc[j0..j0 + B].copy_from_slice(&a);
-            } else {
-                let acc = &mut acc[j0..];
-                for (a, &v) in acc.iter_mut().zip(lane(first)) {
-                    *a = f64::from(v);
-                }
-                for &id in rest {
-                    for (a, &v) in acc.iter_mut().zip(lane(id)) {
-                        *a += f64::from(v);
-                    }
-                }
-            }
-            j0 += nb;
-        }
+        sum_rows_in_blocks::<SUM_BLOCK>(acc, table, ids)
+    }
+    avx2 {
+        // Sixteen `ymm` registers: the wide block's accumulators would spill.
+        sum_rows_in_blocks::<32>(acc, table, ids)
     }
 );
+
+/// Widest block of `sum_rows_f64` (16 AVX-512 accumulators). Each pass over a leaf's rows
+/// reads one block of each row, and the rows are gathered from anywhere in the table: wider
+/// blocks make fewer passes, each reading longer runs of a row per wait on memory.
+const SUM_BLOCK: usize = 128;
+
+/// `sum_rows_f64` in blocks of at most `B` lanes (then 32, then the rest), each summed in a
+/// local array (registers) over all the rows rather than through `acc` in memory once per
+/// row; each lane's sum is the same.
+#[inline(always)]
+fn sum_rows_in_blocks<const B: usize>(acc: &mut [f64], table: &[f32], ids: &[u32]) {
+    let c = acc.len();
+    let mut j0 = 0;
+    while c - j0 >= B {
+        sum_block::<B>(&mut acc[j0..j0 + B], table, c, j0, ids);
+        j0 += B;
+    }
+    while c - j0 >= 32 {
+        sum_block::<32>(&mut acc[j0..j0 + 32], table, c, j0, ids);
+        j0 += 32;
+    }
+    let Some((&first, rest)) = ids.split_first() else {
+        return;
+    };
+    let lane = |id: u32| &table[id as usize * c + j0..][..c - j0];
+    let acc = &mut acc[j0..];
+    for (a, &v) in acc.iter_mut().zip(lane(first)) {
+        *a = f64::from(v);
+    }
+    for &id in rest {
+        for (a, &v) in acc.iter_mut().zip(lane(id)) {
+            *a += f64::from(v);
+        }
+    }
+}
+
+/// Lanes `j0..j0 + N` of `sum_rows_f64` (rows of `c` lanes) into `acc`.
+#[inline(always)]
+fn sum_block<const N: usize>(acc: &mut [f64], table: &[f32], c: usize, j0: usize, ids: &[u32]) {
+    let Some((&first, rest)) = ids.split_first() else {
+        return;
+    };
+    let block = |id: u32| -> &[f32; N] {
+        table[id as usize * c + j0..][..N]
+            .try_into()
+            .expect("N lanes")
+    };
+    let mut a: [f64; N] = block(first).map(f64::from);
+    for &id in rest {
+        let r = block(id);
+        for k in 0..N {
+            a[k] += f64::from(r[k]);
+        }
+    }
+    acc.copy_from_slice(&a);
+}
 
 lanewise!(
     /// `acc = acc + s`.
@@ -321,7 +348,7 @@ mod tests {
         }
         // `sum_rows_f64` on every level: each lane the in-order f64 sum of its rows, for
         // widths below, at and around the 32-lane blocks; no rows leave `acc` as it was.
-        for c in [1usize, 31, 32, 33, 67, 96] {
+        for c in [1usize, 31, 32, 33, 67, 96, 128, 161, 256, 300] {
             let table: Vec<f32> = (0..7 * c)
                 .map(|i| vals[i % vals.len()] * (1.0 + i as f32 * 1e-3))
                 .collect();
