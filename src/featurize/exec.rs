@@ -23,8 +23,9 @@
 use std::time::Instant;
 
 use super::coords::Coords;
-use super::memory::{BufferPool, Memory, RowBuf};
+use super::memory::{BufferPool, Charge, Memory, RowBuf};
 use super::plan::{Plan, CHUNK_BYTES};
+use super::search_memo::SearchMemo;
 use super::slabs::Slab;
 use super::tree_sum::TreeSum;
 use super::window::Window;
@@ -128,6 +129,10 @@ pub(crate) struct Run<'a, 'm> {
     pub(super) stats: FeaturizeStats,
     /// Bytes of output rows per direct-path call of a step (see [`Run::run_steps`]).
     pub(super) chunk_bytes: usize,
+    /// Per stencil step that records its neighbour searches for later steps, the rows they
+    /// have not all replayed yet, and their charge (see `search_memo`).
+    pub(super) memos: Vec<Option<SearchMemo>>,
+    pub(super) memo_charges: Vec<Option<Charge<'m>>>,
 }
 
 /// What a call of [`Run::step`] left to do.
@@ -190,6 +195,8 @@ impl<'a, 'm> Run<'a, 'm> {
             phases: vec![[0.0; 6]; plan.stencils.len()],
             stats: FeaturizeStats::default(),
             chunk_bytes: CHUNK_BYTES,
+            memos: (0..plan.stencils.len()).map(|_| None).collect(),
+            memo_charges: (0..plan.stencils.len()).map(|_| None).collect(),
         }
     }
 

@@ -20,7 +20,8 @@ use std::ops::Range;
 
 use super::coords::Coords;
 use super::masks::{MaskGeometry, MaskScanner};
-use super::rulebook::{mask_kappas, Geometry, Neighbours, PairSink};
+use super::rulebook::{mask_kappas, Geometry, Neighbours, PairSink, Search};
+use super::search_memo::MemoChunk;
 use super::window::Window;
 use crate::simd::SimdLevel;
 
@@ -135,12 +136,17 @@ pub(crate) struct Phase {
     pub point_job: Vec<u32>,
     /// Neighbour pairs over all points.
     pub point_pairs: u64,
+    /// What the task's block search recorded for later layers (see `search_memo`).
+    pub memo: Option<MemoChunk>,
 }
 
 impl Phase {
     /// Bytes held.
     pub fn bytes(&self) -> usize {
-        self.keyed.bytes() + self.unique.bytes() + self.point_job.capacity() * 4
+        self.keyed.bytes()
+            + self.unique.bytes()
+            + self.point_job.capacity() * 4
+            + self.memo.as_ref().map_or(0, MemoChunk::bytes)
     }
 }
 
@@ -175,14 +181,13 @@ pub(crate) fn expand_masks(list: TaskJobs, k: u32) -> TaskJobs {
 /// `input`. `masks` is the bitmap layout to use for a constant input, if any; with
 /// `share = false` no key is looked up and every point gets its own job. `level` is the
 /// instruction-set level of the neighbour search.
-pub(crate) fn task_jobs(
-    input: &Window<'_>,
+pub(crate) fn task_jobs<'a>(
+    input: &'a Window<'_>,
     out: &Coords,
     rows: Range<usize>,
-    geom: &Geometry,
+    search: Search<'a>,
     masks: Option<&MaskGeometry>,
     share: bool,
-    level: SimdLevel,
 ) -> Phase {
     let n = out.points_of(rows.clone()).len();
     let ph = Phase {
@@ -190,11 +195,12 @@ pub(crate) fn task_jobs(
         unique: TaskJobs::new(),
         point_job: Vec::with_capacity(n),
         point_pairs: 0,
+        memo: None,
     };
-    if input.is_constant() && geom.k * geom.k <= 64 {
-        mask_jobs(input, out, rows, geom, masks, level, ph)
+    if input.is_constant() && search.geom.k * search.geom.k <= 64 {
+        mask_jobs(input, out, rows, search.geom, masks, search.level, ph)
     } else {
-        pair_jobs(input, out, rows, geom, share, level, ph)
+        pair_jobs(input, out, rows, search, share, ph)
     }
 }
 
@@ -259,20 +265,20 @@ fn mask_jobs(
 
 /// [`task_jobs`] of an input of computed rows (or of a constant input with wide kernels):
 /// each point's key is its neighbour pairs, looked up through a [`KeySink`].
-fn pair_jobs(
-    input: &Window<'_>,
+fn pair_jobs<'a>(
+    input: &'a Window<'_>,
     out: &Coords,
     rows: Range<usize>,
-    geom: &Geometry,
+    search: Search<'a>,
     share: bool,
-    level: SimdLevel,
     mut ph: Phase,
 ) -> Phase {
+    let geom = search.geom;
     let n = out.points_of(rows.clone()).len();
     ph.unique.pairs.reserve(geom.k * n);
     ph.unique.starts.reserve(n);
     ph.unique.uses.reserve(n);
-    let mut nb = Neighbours::new(&input.coords, geom, level);
+    let mut nb = search.neighbours(&input.coords);
     // Single-pair keys (most points of the sparse inputs' early layers) are found by
     // `(κ, row)` in a table, when it is small beside the task's points.
     let entries = geom.volume() * input.table_rows();
@@ -295,7 +301,9 @@ fn pair_jobs(
         nb.start_row(out.rows[ri]);
         nb.each_point_into(&out.cols[out.row_range(ri)], &mut keys);
     }
-    keys.ph
+    let mut ph = keys.ph;
+    ph.memo = nb.into_record();
+    ph
 }
 
 /// Phase A's pair sink for an input of computed rows: builds each point's key
@@ -632,8 +640,16 @@ mod tests {
                     let geom = Geometry::new(k, 1, t_in);
                     let out = x.coords.strided(0..x.coords.rows.len(), t_in * stride);
                     for task in tasks(&out, TASK_POINTS) {
-                        let jobs =
-                            |level| task_jobs(&x, &out, task.clone(), &geom, None, true, level);
+                        let jobs = |level| {
+                            task_jobs(
+                                &x,
+                                &out,
+                                task.clone(),
+                                Search::new(&geom, level),
+                                None,
+                                true,
+                            )
+                        };
                         let want = jobs(SimdLevel::Scalar);
                         for level in [SimdLevel::Avx2, SimdLevel::Avx512] {
                             if level <= best {

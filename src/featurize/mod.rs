@@ -76,6 +76,7 @@ mod ops;
 mod passes;
 mod plan;
 mod rulebook;
+mod search_memo;
 mod slabs;
 pub mod spec;
 mod step;

@@ -18,6 +18,7 @@
 //!   Σ_v (4·C_v + 12) · H_v                 halos of all sparse values
 //! + 2 · max_v (4·C_v + 13) · (B + H_v)     the value computed and the value it reads
 //! + per-task scratch (neighbour pairs, 8 bytes per pair) of the band
+//! + 4·(k + 1) bytes per point of a band      a stride-1 chain's recorded searches
 //! ```
 //!
 //! where `H_v ≤ (⌈h_v / t_v⌉ + 1) · ⌈W / t_v⌉` points (a halo row holds at most `⌈W / t_v⌉`
@@ -71,6 +72,12 @@ pub(crate) struct Plan {
     pub pooled: Vec<bool>,
     /// Sparse slots to cut down to their halo after each stencil step (their last reader).
     pub trim_after: Vec<Vec<usize>>,
+    /// Per stencil step, the earlier step whose neighbour searches it replays (see
+    /// `search_memo`): the first of a chain of stride-1 steps of one geometry, each reading
+    /// the one before.
+    pub search_source: Vec<Option<usize>>,
+    /// Per stencil step, the steps that replay its searches (it records them when any do).
+    pub search_readers: Vec<Vec<usize>>,
     /// Graph input slot (the pattern).
     pub input_slot: usize,
     /// Graph output slot.
@@ -96,6 +103,32 @@ pub(crate) const CHUNK_BYTES: usize = 4 << 20;
 pub(crate) const MIN_BAND: usize = 96 << 10;
 /// Most automatic band entries.
 pub(crate) const MAX_BAND: usize = 1 << 18;
+
+/// Per stencil step, the step whose neighbour searches it can replay, and per step the
+/// steps that replay its own: a stride-1 step reading the output of a stride-1 step of the
+/// same geometry finds the same neighbours for the same points (its input points are that
+/// step's input points), so it replays the searches of the chain's first step. A chain
+/// starts after the graph input, whose searches give masks rather than pairs.
+fn search_chains(
+    stencils: &[StencilStep],
+    input_slot: usize,
+) -> (Vec<Option<usize>>, Vec<Vec<usize>>) {
+    let mut source: Vec<Option<usize>> = vec![None; stencils.len()];
+    let mut readers = vec![Vec::new(); stencils.len()];
+    for (si, s) in stencils.iter().enumerate() {
+        let Some(sp) = stencils[..si].iter().position(|p| p.output == s.input) else {
+            continue;
+        };
+        let (p, rs) = (&stencils[sp], s.op.reach());
+        let rp = p.op.reach();
+        if rs.stride == 1 && rp.stride == 1 && rs.geom == rp.geom && p.input != input_slot {
+            let root = source[sp].unwrap_or(sp);
+            source[si] = Some(root);
+            readers[root].push(si);
+        }
+    }
+    (source, readers)
+}
 
 impl Plan {
     /// The plan of a validated, rewritten graph.
@@ -148,6 +181,7 @@ impl Plan {
                 }
             }
         }
+        let (search_source, search_readers) = search_chains(&stencils, ir.input_slot);
         let max_channels = ir
             .types
             .iter()
@@ -168,6 +202,8 @@ impl Plan {
             readers,
             pooled,
             trim_after,
+            search_source,
+            search_readers,
             input_slot: ir.input_slot,
             output_slot: ir.output_slot,
             output_dim,

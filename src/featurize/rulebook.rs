@@ -11,11 +11,16 @@
 //! kernel row's columns near the 16 windows are compared once with all of them in vector
 //! lanes, which gives every point's neighbour mask and first neighbour per kernel row
 //! without a branch per point (2× fewer nanoseconds per point than the cursor walk on
-//! sparse rows). Every level finds the same pairs in the same order. Work is split into
+//! sparse rows). Every level finds the same pairs in the same order. The block search of the
+//! first layer of a chain of stride-1 layers is recorded and replayed in the chain's later
+//! layers, which would find the same neighbours (`search_memo`). Work is split into
 //! [`tasks`] of whole output rows that depend only on the output coordinates and the layer
 //! (never on the thread count).
 
+use std::ops::Range;
+
 use super::coords::Coords;
+use super::search_memo::{MemoChunk, MemoUse, SearchMemo};
 #[cfg(target_arch = "x86_64")]
 use crate::simd::scan::{Avx2Lanes, Lanes16};
 use crate::simd::SimdLevel;
@@ -202,6 +207,31 @@ pub(crate) trait PairSink {
     }
 }
 
+/// How a task searches neighbours: the layer's geometry, the instruction-set level of the
+/// column searches and what to do with the layer group's memo (see `search_memo`).
+#[derive(Clone, Copy)]
+pub(crate) struct Search<'a> {
+    pub geom: &'a Geometry,
+    pub level: SimdLevel,
+    pub memo: MemoUse<'a>,
+}
+
+impl<'a> Search<'a> {
+    /// Searches of `geom` at `level`, without a memo.
+    pub fn new(geom: &'a Geometry, level: SimdLevel) -> Self {
+        Self {
+            geom,
+            level,
+            memo: MemoUse::Off,
+        }
+    }
+
+    /// Scratch for these searches over `input`.
+    pub fn neighbours(&self, input: &'a Coords) -> Neighbours<'a> {
+        Neighbours::new(input, self.geom, self.level).with_memo(self.memo)
+    }
+}
+
 /// Per-task scratch for neighbour search.
 pub(crate) struct Neighbours<'a> {
     input: &'a Coords,
@@ -215,6 +245,21 @@ pub(crate) struct Neighbours<'a> {
     found: PointPairs,
     /// Index into `input.rows` where the search for the next output row starts.
     row_pos: usize,
+    /// The block search's mask bits, for the search and for replays.
+    bits: MaskBits,
+    /// Per kernel row `i_r`, where the current output row's input row `R + a_r` starts
+    /// (0 where it is absent): the block search's records are relative to it.
+    bases: [u32; 5],
+    /// What the block search finds, recorded for later layers (see `search_memo`).
+    record: Option<MemoChunk>,
+    /// A memo to take rows from, where the next row lookup starts in it, and the current
+    /// row's chunk and points in it (when it holds the row).
+    replay: Option<&'a SearchMemo>,
+    replay_at: (usize, usize),
+    replay_row: Option<(&'a MemoChunk, Range<usize>)>,
+    /// Points whose neighbours came from the memo.
+    #[cfg(test)]
+    replayed: usize,
 }
 
 impl<'a> Neighbours<'a> {
@@ -228,7 +273,34 @@ impl<'a> Neighbours<'a> {
             cursors: Vec::with_capacity(geom.k),
             found: PointPairs::default(),
             row_pos: 0,
+            bits: MaskBits::new(geom.k.min(5)),
+            bases: [0; 5],
+            record: None,
+            replay: None,
+            replay_at: (0, 0),
+            replay_row: None,
+            #[cfg(test)]
+            replayed: 0,
         }
+    }
+
+    /// These searches with their layer group's memo (see `search_memo`): recording what the
+    /// block search finds, or taking the rows a memo holds from it. Only the block search
+    /// records and replays; the other levels search as before.
+    pub fn with_memo(mut self, memo: MemoUse<'a>) -> Self {
+        if searches_in_blocks(self.geom, self.level) {
+            match memo {
+                MemoUse::Off => {}
+                MemoUse::Record => self.record = Some(MemoChunk::new(self.geom.k)),
+                MemoUse::Replay(m) => self.replay = Some(m),
+            }
+        }
+        self
+    }
+
+    /// What these searches recorded (see [`with_memo`](Self::with_memo)).
+    pub fn into_record(self) -> Option<MemoChunk> {
+        self.record
     }
 
     /// Positions the per-kernel-row cursors for output row coordinate `row`. Output rows
@@ -265,6 +337,18 @@ impl<'a> Neighbours<'a> {
                     self.input.row_start[pos + 1],
                 ));
             }
+        }
+        if self.record.is_some() || self.replay.is_some() {
+            self.bases = [0; 5];
+            for &(ir, start, _) in &self.cursors {
+                self.bases[ir as usize] = start as u32;
+            }
+        }
+        if let Some(memo) = &mut self.record {
+            memo.start_row(row);
+        }
+        if let Some(memo) = self.replay {
+            self.replay_row = memo.row(row, &mut self.replay_at);
         }
     }
 
@@ -307,6 +391,17 @@ impl<'a> Neighbours<'a> {
     pub fn each_point_into<S: PairSink>(&mut self, cols: &[u32], sink: &mut S) {
         #[cfg(target_arch = "x86_64")]
         if searches_in_blocks(self.geom, self.level) {
+            // A row the memo holds, asked for whole (as every caller does): replayed.
+            if let Some((chunk, points)) = self.replay_row.take() {
+                if points.len() == cols.len() {
+                    #[cfg(test)]
+                    {
+                        self.replayed += points.len();
+                    }
+                    self.replay_into(chunk, points, sink);
+                    return;
+                }
+            }
             for chunk in cols.chunks(SEARCH_CHUNK) {
                 // SAFETY: `new` lowered the level to what the CPU supports; `blocks_fit`.
                 unsafe { sink_in_blocks(self, chunk, sink) };
@@ -340,6 +435,20 @@ impl<'a> Neighbours<'a> {
         }
         let k = self.geom.k as u32;
         self.each_point(cols, |i, list| f(i, mask_of_list(list, k)));
+    }
+
+    /// Hands the points `points` of `chunk` (the current row's) to `sink`, 16 at a time as
+    /// the block search that recorded them did (`sink_in_blocks`).
+    fn replay_into<S: PairSink>(&self, chunk: &MemoChunk, points: Range<usize>, sink: &mut S) {
+        let k = self.geom.k;
+        let (mut masks, mut firsts) = ([0u32; 16], [[0u32; 16]; 5]);
+        let mut p = points.start;
+        while p < points.end {
+            let n = (points.end - p).min(16);
+            chunk.block(p, n, &self.bases[..k], &mut masks, &mut firsts[..k]);
+            self.bits.emit(n, &masks, &firsts[..k], sink);
+            p += n;
+        }
     }
 
     /// Fills `found` with the pairs of the points at `cols`, with the searches of `level`.
@@ -402,18 +511,13 @@ impl PairSink for PointPairs {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,popcnt")]
 unsafe fn sink_in_blocks<S: PairSink>(nb: &mut Neighbours<'_>, cols: &[u32], sink: &mut S) {
-    let bits = MaskBits::new(nb.geom.k);
+    let (bits, bases) = (&nb.bits, &nb.bases[..nb.geom.k]);
+    let mut record = nb.record.as_mut();
     let mut to_sink = |n: usize, masks: &[u32; 16], firsts: &[[u32; 16]]| {
-        for (j, &m) in masks.iter().enumerate().take(n) {
-            if m != 0 && m & (m - 1) == 0 {
-                // One pair: no neighbours below it in its kernel row.
-                let b = m.trailing_zeros() as usize & 31;
-                sink.only_pair(bits.kappa[b], firsts[bits.row[b] as usize][j]);
-            } else {
-                bits.decode(m, j, firsts, |kappa, q| sink.pair(kappa, q));
-                sink.end_point();
-            }
+        if let Some(memo) = record.as_mut() {
+            memo.push_block(n, masks, firsts, bases);
         }
+        bits.emit(n, masks, firsts, sink);
     };
     // SAFETY: forwarded.
     unsafe {
@@ -529,6 +633,22 @@ impl MaskBits {
             rest &= rest - 1;
             let first = firsts[self.row[b] as usize][j];
             pair(self.kappa[b], first + (m & self.below[b]).count_ones());
+        }
+    }
+
+    /// Hands a block's `n` points (masks and firsts as [`decode`](Self::decode) takes them)
+    /// to `sink`, each point's pairs in visiting order then its end.
+    #[inline(always)]
+    fn emit<S: PairSink>(&self, n: usize, masks: &[u32; 16], firsts: &[[u32; 16]], sink: &mut S) {
+        for (j, &m) in masks.iter().enumerate().take(n) {
+            if m != 0 && m & (m - 1) == 0 {
+                // One pair: no neighbours below it in its kernel row.
+                let b = m.trailing_zeros() as usize & 31;
+                sink.only_pair(self.kappa[b], firsts[self.row[b] as usize][j]);
+            } else {
+                self.decode(m, j, firsts, |kappa, q| sink.pair(kappa, q));
+                sink.end_point();
+            }
         }
     }
 }
@@ -874,6 +994,62 @@ mod tests {
             checked > 1_000_000,
             "the test must see many pairs: {checked}"
         );
+    }
+
+    /// Searches recorded over one window and replayed over another that holds the same
+    /// rows at other positions (as a later layer's window does) give the reference pairs,
+    /// every point replayed, for dense kernels of sizes 1 to 5 at tensor strides 1 and 2.
+    #[test]
+    fn replayed_searches_give_the_reference_pairs() {
+        use crate::featurize::tests::rmat;
+        let levels = SimdLevel::supported().filter(|&l| l >= SimdLevel::Avx2);
+        let mut replayed = 0;
+        for level in levels {
+            for p in [rmat(10, 6000, 4), banded_pattern()] {
+                let full = Coords::from_pattern(&p);
+                for (k, t) in [(1, 1), (2, 1), (3, 1), (3, 2), (5, 1)] {
+                    let input = full.strided(0..full.rows.len(), t);
+                    let geom = Geometry::new(k, 1, t);
+                    // The first layer: every row of the window, recorded.
+                    let mut first =
+                        Neighbours::new(&input, &geom, level).with_memo(MemoUse::Record);
+                    let mut sunk = Collect(vec![Vec::new()]);
+                    for (ri, &row) in input.rows.iter().enumerate() {
+                        first.start_row(row);
+                        first.each_point_into(&input.cols[input.row_range(ri)], &mut sunk);
+                    }
+                    let mut memo = SearchMemo::default();
+                    memo.append(first.into_record().expect("recorded"));
+                    // A later layer's window: the rows from a third of the way down, and the
+                    // rows whose neighbour rows all lie in it.
+                    let reach = geom.offsets[k - 1] as u32;
+                    let lo = input.rows[input.rows.len() / 3];
+                    let window = input.copy_rows(input.rows_between(i64::from(lo), i64::MAX));
+                    let out = window.copy_rows(window.rows_between(
+                        i64::from(lo + reach),
+                        i64::from(window.rows[window.rows.len() - 1] - reach),
+                    ));
+                    let want = reference_pairs(&window, &out, &geom);
+                    let mut later =
+                        Neighbours::new(&window, &geom, level).with_memo(MemoUse::Replay(&memo));
+                    let mut got = Collect(vec![Vec::new()]);
+                    for (ri, &row) in out.rows.iter().enumerate() {
+                        later.start_row(row);
+                        later.each_point_into(&out.cols[out.row_range(ri)], &mut got);
+                    }
+                    got.0.pop();
+                    assert_eq!(got.0, want, "{level}, k {k}, t {t}");
+                    assert_eq!(later.replayed, out.len(), "{level}, k {k}, t {t}");
+                    replayed += later.replayed;
+                }
+            }
+        }
+        if SimdLevel::detect() >= SimdLevel::Avx2 {
+            assert!(
+                replayed > 10_000,
+                "the test must replay many points: {replayed}"
+            );
+        }
     }
 
     #[test]

@@ -23,8 +23,9 @@ use super::masks::MaskGeometry;
 use super::memory::{Charge, RowBuf};
 use super::ops::{Part, RowProducts, Stencil};
 use super::rulebook::{
-    count_pairs, grain, searches_in_blocks, task_points, tasks, SERIAL_POINTS, TASK_POINTS,
+    count_pairs, grain, searches_in_blocks, task_points, tasks, Search, SERIAL_POINTS, TASK_POINTS,
 };
+use super::search_memo::{MemoChunk, MemoUse};
 use super::slabs::Slab;
 use super::tree_sum::TreeSum;
 use super::window::Window;
@@ -221,16 +222,39 @@ impl<'m> Run<'_, 'm> {
             .len();
         let unpooled_pairs = self.unpooled_pairs(x, &out, op);
         let halo = self.take(y_slot)?;
-        let (window, sums) = if shared {
-            self.shared_rows(si, x, out, halo)?
+        // The searches of this step's chain (see `search_memo`): replayed from the chain's
+        // first step, or recorded for the chain's later steps when the budget has room.
+        let source = plan.search_source[si];
+        let replayed = source.and_then(|r| self.memos[r].take());
+        let record_charge = if plan.search_readers[si].is_empty() {
+            None
+        } else {
+            let k = reach.geom.k;
+            let bytes = MemoChunk::bytes_for(points, out.rows.len(), k);
+            let what = "the neighbour searches kept for the next layers";
+            self.mem.charge(bytes, node, what).ok()
+        };
+        let memo = match (&replayed, &record_charge) {
+            (Some(m), _) => MemoUse::Replay(m),
+            (None, Some(_)) => MemoUse::Record,
+            (None, None) => MemoUse::Off,
+        };
+        let result = if shared {
+            self.shared_rows(si, x, out, halo, memo)
         } else {
             // Counted once per band, however many chunks the band takes.
             if self.share_band[si] != self.stats.bands {
                 self.share_band[si] = self.stats.bands;
                 self.share[si] += 1;
             }
-            self.direct_rows(si, x, out, halo)?
+            self.direct_rows(si, x, out, halo, memo)
         };
+        if let (Some(r), Some(m)) = (source, replayed) {
+            self.memos[r] = Some(m);
+            self.drop_replayed(r);
+        }
+        drop(record_charge);
+        let (window, sums) = result?;
         let k = self.k;
         if let Some(total) = &mut self.sums[y_slot] {
             for part in &sums {
@@ -318,6 +342,7 @@ impl<'m> Run<'_, 'm> {
         x: &Window<'m>,
         owned: Coords,
         halo: Window<'m>,
+        memo: MemoUse<'_>,
     ) -> Result<(Window<'m>, Vec<TreeSum>)> {
         let out = &owned;
         let plan = self.plan;
@@ -338,19 +363,20 @@ impl<'m> Run<'_, 'm> {
         let (k, t_y, pooled) = (self.k, plan.stride(step.output), plan.pooled[step.output]);
         let slab = &self.slab;
         let g = grain(out.len());
-        let parts: Vec<(u64, Option<TreeSum>)> = tasks
+        let mut parts: Vec<(u64, Option<TreeSum>, Option<MemoChunk>)> = tasks
             .par_iter()
             .zip(slices)
             .with_min_len(g)
             .map(|(rows, dst)| {
-                let pairs = op.compute_direct(x, out, rows.clone(), dst, k);
+                let (pairs, record) = op.compute_direct(x, out, rows.clone(), dst, memo, k);
                 let sums = pooled.then(|| {
                     let ids: Vec<u32> = (0..dst.len() / c.max(1)).map(|i| i as u32).collect();
                     task_sums(out, rows.clone(), dst, &ids, (c, t_y), slab, k)
                 });
-                (pairs, sums)
+                (pairs, sums, record)
             })
             .collect();
+        self.keep_searches(si, parts.iter_mut().filter_map(|p| p.2.take()));
         let pairs: u64 = parts.iter().map(|p| p.0).sum();
         self.count(si, op, out.len(), pairs);
         self.done(si, pairs * op.macs_per_pair());
@@ -381,6 +407,41 @@ impl<'m> Run<'_, 'm> {
             + count_pairs(&x.coords, out, pooled.end..out.rows.len(), geom, level)
     }
 
+    /// Appends the searches step `si`'s tasks recorded (in task order, so rows ascend) to
+    /// its memo and charges the memo anew; a memo the budget has no room for is dropped (its
+    /// readers then search).
+    fn keep_searches(&mut self, si: usize, records: impl Iterator<Item = MemoChunk>) {
+        let mut memo = self.memos[si].take().unwrap_or_default();
+        let mut any = false;
+        for r in records {
+            memo.append(r);
+            any = true;
+        }
+        if !any {
+            self.memos[si] = Some(memo);
+            return;
+        }
+        self.memo_charges[si] = None;
+        let node = self.plan.stencils[si].name.as_str();
+        let what = "the neighbour searches kept for the next layers";
+        match self.mem.charge(memo.bytes(), node, what) {
+            Ok(charge) => {
+                self.memo_charges[si] = Some(charge);
+                self.memos[si] = Some(memo);
+            }
+            Err(_) => self.memos[si] = None,
+        }
+    }
+
+    /// Drops the rows of step `r`'s memo that every step replaying it is past.
+    fn drop_replayed(&mut self, r: usize) {
+        let readers = &self.plan.search_readers[r];
+        let past = readers.iter().map(|&c| self.next_row[c]).min();
+        if let (Some(memo), Some(row)) = (&mut self.memos[r], past) {
+            memo.drop_below(row);
+        }
+    }
+
     /// Records multiply-adds step `si` did.
     fn done(&mut self, si: usize, macs: u64) {
         self.stats.computed_macs += macs;
@@ -402,6 +463,7 @@ impl<'m> Run<'_, 'm> {
         x: &Window<'m>,
         owned: Coords,
         halo: Window<'m>,
+        memo: MemoUse<'_>,
     ) -> Result<(Window<'m>, Vec<TreeSum>)> {
         let out = &owned;
         let plan = self.plan;
@@ -422,6 +484,7 @@ impl<'m> Run<'_, 'm> {
             g: grain(out.len()),
             k: self.k,
             slab: self.slab,
+            memo,
         };
         let (mut band, figures, _band_charge) = self.band_jobs(&s, &tasks)?;
         self.pause_lookups(&s, &figures, band.rows);
@@ -462,20 +525,23 @@ impl<'m> Run<'_, 'm> {
     /// Phase A of the shared path: every task's jobs, merged band-wide (`band`), with the
     /// figures of their keys and the charge for the merged jobs.
     fn band_jobs(
-        &self,
+        &mut self,
         s: &SharedStep<'_, 'm>,
         tasks: &[Range<usize>],
     ) -> Result<(BandJobs, KeyFigures, Charge<'m>)> {
-        let (x, out, reach, level) = (s.x, s.out, s.op.reach(), s.k.level);
+        let (x, out, reach) = (s.x, s.out, s.op.reach());
         let masks = self.mask_layout(s);
-        let jobs: Vec<Phase> = tasks
+        let search = Search {
+            geom: &reach.geom,
+            level: s.k.level,
+            memo: s.memo,
+        };
+        let mut jobs: Vec<Phase> = tasks
             .par_iter()
             .with_min_len(s.g)
-            .map(|rows| {
-                let masks = masks.as_ref();
-                task_jobs(x, out, rows.clone(), &reach.geom, masks, true, level)
-            })
+            .map(|rows| task_jobs(x, out, rows.clone(), search, masks.as_ref(), true))
             .collect();
+        self.keep_searches(s.si, jobs.iter_mut().filter_map(|p| p.memo.take()));
         let figures = KeyFigures::of(&jobs);
         let a_charge = self.mem.charge(
             jobs.iter().map(Phase::bytes).sum(),
@@ -630,6 +696,8 @@ struct SharedStep<'s, 'm> {
     k: &'static Kernels,
     /// The rows the run pools.
     slab: Slab,
+    /// What the step's searches do with their chain's memo.
+    memo: MemoUse<'s>,
 }
 
 /// What phase A found: neighbour pairs over all points, points whose jobs are keyed, and

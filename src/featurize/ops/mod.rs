@@ -33,7 +33,8 @@ use std::ops::Range;
 
 use super::coords::Coords;
 use super::jobs::{task_jobs, TaskJobs};
-use super::rulebook::Geometry;
+use super::rulebook::{Geometry, Search};
+use super::search_memo::{MemoChunk, MemoUse};
 use super::window::Window;
 use crate::error::Result;
 use crate::simd::kernels::Kernels;
@@ -194,17 +195,19 @@ pub(crate) trait Stencil: fmt::Debug + Send + Sync {
     ) -> u64;
     /// Computes one row per output point of the output rows `rows` of `out` into `dst`
     /// (`[points, cout]`, point order), every receptive field treated as distinct, exactly
-    /// as [`compute`](Self::compute) would; returns the number of neighbour pairs. The input
-    /// must not be constant.
+    /// as [`compute`](Self::compute) would, its neighbour searches using their layer
+    /// group's memo as `memo` says; returns the number of neighbour pairs and what the
+    /// searches recorded. The input must not be constant.
     fn compute_direct(
         &self,
         input: &Window<'_>,
         out: &Coords,
         rows: Range<usize>,
         dst: &mut [f32],
+        memo: MemoUse<'_>,
         k: &Kernels,
-    ) -> u64 {
-        direct_by_jobs(self, input, out, rows, dst, k)
+    ) -> (u64, Option<MemoChunk>) {
+        direct_by_jobs(self, input, out, rows, dst, memo, k)
     }
 }
 
@@ -268,11 +271,16 @@ fn direct_by_jobs<S: Stencil + ?Sized>(
     out: &Coords,
     rows: Range<usize>,
     dst: &mut [f32],
+    memo: MemoUse<'_>,
     k: &Kernels,
-) -> u64 {
-    let ph = task_jobs(input, out, rows, &s.reach().geom, None, false, k.level);
+) -> (u64, Option<MemoChunk>) {
+    let search = Search {
+        memo,
+        ..Search::new(&s.reach().geom, k.level)
+    };
+    let mut ph = task_jobs(input, out, rows, search, None, false);
     s.compute(&Part::whole(&ph.unique), input, None, dst, k);
-    ph.point_pairs
+    (ph.point_pairs, ph.memo.take())
 }
 
 /// A dense → dense node, run once after all row bands.

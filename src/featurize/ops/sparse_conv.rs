@@ -30,6 +30,7 @@ use crate::featurize::coords::Coords;
 use crate::featurize::jobs::TaskJobs;
 use crate::featurize::rulebook::Geometry;
 use crate::featurize::rulebook::{Neighbours, PairSink};
+use crate::featurize::search_memo::{MemoChunk, MemoUse};
 use crate::featurize::window::Window;
 use crate::simd::conv::{pack_weights, GemmArgs, FRESH};
 use crate::simd::kernels::Kernels;
@@ -243,15 +244,16 @@ impl Stencil for SparseConv {
         out: &Coords,
         rows: Range<usize>,
         dst: &mut [f32],
+        memo: MemoUse<'_>,
         k: &Kernels,
-    ) -> u64 {
-        let mut nb = Neighbours::new(&input.coords, &self.reach.geom, k.level);
+    ) -> (u64, Option<MemoChunk>) {
+        let mut nb = Neighbours::new(&input.coords, &self.reach.geom, k.level).with_memo(memo);
         let mut sink = DirectTiles::new(self, input, dst, k);
         for ri in rows {
             nb.start_row(out.rows[ri]);
             nb.each_point_into(&out.cols[out.row_range(ri)], &mut sink);
         }
-        sink.pairs
+        (sink.pairs, nb.into_record())
     }
 }
 

@@ -9,7 +9,7 @@ use crate::featurize::coords::Coords;
 use crate::featurize::jobs::{task_jobs, KEYED};
 use crate::featurize::memory::RowBuf;
 use crate::featurize::ops::{registry, BuildCtx, Op, Part, Stencil, ValueType};
-use crate::featurize::rulebook::{tasks, TASK_POINTS};
+use crate::featurize::rulebook::{tasks, Search, TASK_POINTS};
 use crate::featurize::window::Window;
 use crate::simd::kernels::Kernels;
 
@@ -94,7 +94,7 @@ pub(super) fn apply(
     let cout = op.cout();
     let mut feats = Vec::new();
     for rows in tasks(&out, TASK_POINTS) {
-        let mut ph = task_jobs(&x, &out, rows, &reach.geom, None, true, level);
+        let mut ph = task_jobs(&x, &out, rows, Search::new(&reach.geom, level), None, true);
         let mut lists = [ph.keyed, ph.unique];
         let mut rows_out = Vec::new();
         for l in &mut lists {

@@ -161,6 +161,35 @@ fn slabs_are_bit_identical() {
     }
 }
 
+/// The stride-1 chains of a DASH-like graph replay their first layer's searches (which the
+/// identity tests then hold to the scalar level, where nothing is replayed): after the
+/// first conv of each group of three, the next two; never across a pooling or from the
+/// pattern's conv.
+#[test]
+fn stride_one_chains_replay_their_first_search() {
+    let g = FeaturizerGraph::from_spec(&dash_like(&[8, 16, 16, 32, 32, 48, 48], 5)).expect("valid");
+    let plan = g.plan();
+    let names: Vec<&str> = plan.stencils.iter().map(|s| s.name.as_str()).collect();
+    let source: Vec<Option<&str>> = plan
+        .search_source
+        .iter()
+        .map(|s| s.map(|r| names[r]))
+        .collect();
+    let want = [
+        ("conv0", None),
+        ("conv1", None),
+        ("conv2", Some("conv1")),
+        ("maxpool2", None),
+        ("conv3", None),
+        ("conv4", Some("conv3")),
+        ("conv5", Some("conv3")),
+        ("maxpool5", None),
+        ("conv6", None),
+    ];
+    assert_eq!(names.iter().copied().zip(source).collect::<Vec<_>>(), want);
+    assert_eq!(plan.search_readers[4], vec![5, 6]);
+}
+
 #[test]
 fn dash_like_is_bit_identical_everywhere() {
     let p = random_pattern(300, 20, 4);
