@@ -279,6 +279,7 @@ fn pair_jobs<'a>(
     ph.unique.starts.reserve(n);
     ph.unique.uses.reserve(n);
     let mut nb = search.neighbours(&input.coords);
+    nb.reserve_record(n, rows.len());
     // Single-pair keys (most points of the sparse inputs' early layers) are found by
     // `(κ, row)` in a table, when it is small beside the task's points.
     let entries = geom.volume() * input.table_rows();

@@ -298,6 +298,13 @@ impl<'a> Neighbours<'a> {
         self
     }
 
+    /// Room in the record (if any) for `points` points in `rows` output rows.
+    pub fn reserve_record(&mut self, points: usize, rows: usize) {
+        if let Some(memo) = &mut self.record {
+            memo.reserve(points, rows);
+        }
+    }
+
     /// What these searches recorded (see [`with_memo`](Self::with_memo)).
     pub fn into_record(self) -> Option<MemoChunk> {
         self.record

@@ -79,8 +79,13 @@ impl SearchMemo {
     ) -> Option<(&MemoChunk, Range<usize>)> {
         while let Some(c) = self.chunks.get(at.0) {
             if c.rows.last().is_some_and(|&last| last >= row) {
+                // Usually the row after the last one asked for.
                 let start = at.1.min(c.rows.len());
-                let i = start + c.rows[start..].partition_point(|&r| r < row);
+                let i = if c.rows[start] >= row {
+                    start
+                } else {
+                    start + c.rows[start..].partition_point(|&r| r < row)
+                };
                 at.1 = i;
                 return (c.rows[i] == row).then(|| (c, c.points(i)));
             }
@@ -129,6 +134,16 @@ impl MemoChunk {
     fn points(&self, i: usize) -> Range<usize> {
         let begin = if i == 0 { 0 } else { self.ends[i - 1] };
         begin as usize..self.ends[i] as usize
+    }
+
+    /// Room for `points` more points in `rows` more rows.
+    pub(super) fn reserve(&mut self, points: usize, rows: usize) {
+        self.rows.reserve(rows);
+        self.ends.reserve(rows);
+        self.masks.reserve(points);
+        for kept in &mut self.firsts {
+            kept.reserve(points);
+        }
     }
 
     /// Starts output row `row` (above every row held).

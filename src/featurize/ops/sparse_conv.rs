@@ -248,6 +248,7 @@ impl Stencil for SparseConv {
         k: &Kernels,
     ) -> (u64, Option<MemoChunk>) {
         let mut nb = Neighbours::new(&input.coords, &self.reach.geom, k.level).with_memo(memo);
+        nb.reserve_record(out.points_of(rows.clone()).len(), rows.len());
         let mut sink = DirectTiles::new(self, input, dst, k);
         for ri in rows {
             nb.start_row(out.rows[ri]);
