@@ -33,7 +33,10 @@
 //! (`/usr/bin/time -v`), and the numpy reference featurizer's time and the relative
 //! difference of the outputs where the reference runs (matrices up to
 //! `DASHRANK_BENCH_NUMPY_MAX_NNZ` entries, default 2 000 000, since it holds every layer in
-//! memory). Missing inputs skip their section with a message.
+//! memory). A table's Rust rows are all timed before its numpy references run (a heavy
+//! reference run leaves the VM with steal time for a while), and a line after the table
+//! gives the hypervisor's steal time during each row's 2-thread runs. Missing inputs skip
+//! their section with a message.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
@@ -315,6 +318,38 @@ fn max_rel_diff(a: &[f32], b: &[f64]) -> f64 {
         / scale
 }
 
+/// One matrix's Rust timings, kept until its numpy reference has run.
+struct RustRow {
+    path: PathBuf,
+    p: CsrPattern,
+    t2: f64,
+    t1: Option<f64>,
+    out: Vec<f32>,
+    stats: FeaturizeStats,
+    rss: String,
+    /// Share of the CPUs' time the hypervisor took while the 2-thread runs ran.
+    steal: Option<f64>,
+}
+
+/// All CPUs' time so far in clock ticks (`/proc/stat`): total and stolen by the hypervisor.
+fn cpu_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().next()?.strip_prefix("cpu ")?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is inside user).
+    let total = ticks.iter().take(8).sum();
+    Some((total, *ticks.get(7)?))
+}
+
+/// The share of the CPUs' time stolen between two [`cpu_ticks`] readings.
+fn steal_share(before: Option<(u64, u64)>, after: Option<(u64, u64)>) -> Option<f64> {
+    let ((t0, s0), (t1, s1)) = (before?, after?);
+    (t1 > t0).then(|| (s1 - s0) as f64 / (t1 - t0) as f64)
+}
+
 fn load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -350,12 +385,25 @@ impl Bench {
             "|---|---:|---:|---:|{}---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             if one_thread { "---:|" } else { "" }
         );
-        let mut speedups = Vec::new();
+        // Every Rust row first, the numpy references after them: the heavy reference runs
+        // leave the 2-core VM with steal time for about a minute (BENCHMARKS.md, "Rust
+        // timings before the numpy references"), which slowed the Rust runs that followed.
+        let mut rows = Vec::new();
         for path in matrices {
-            if let Some(speedup) = self.row(bundle, &g, &json, path, one_thread)? {
-                speedups.push(speedup);
-            }
+            rows.extend(self.time_row(&g, &json, path, one_thread)?);
         }
+        let mut speedups = Vec::new();
+        for r in &rows {
+            speedups.extend(self.print_row(bundle, r)?);
+        }
+        let steal: Vec<String> = rows
+            .iter()
+            .map(|r| r.steal.map_or("?".into(), |s| format!("{:.1}", 100.0 * s)))
+            .collect();
+        println!(
+            "\nVM steal time while the Rust 2-thread runs ran (% of the CPUs' time, per row): {}",
+            steal.join(" / ")
+        );
         if !speedups.is_empty() {
             let geo = (speedups.iter().map(|x| x.ln()).sum::<f64>() / speedups.len() as f64).exp();
             let min = speedups.iter().copied().fold(f64::INFINITY, f64::min);
@@ -367,15 +415,15 @@ impl Bench {
         Ok(())
     }
 
-    /// One matrix's row of [`Bench::table`]; returns the speedup over numpy where it ran.
-    fn row(
+    /// The Rust side of one matrix's row of [`Bench::table`]; `None` (after a note) when the
+    /// file is missing.
+    fn time_row(
         &mut self,
-        bundle: &Path,
         g: &FeaturizerGraph,
         json: &Path,
         path: &Path,
         one_thread: bool,
-    ) -> BoxResult<Option<f64>> {
+    ) -> BoxResult<Option<RustRow>> {
         if !path.is_file() {
             println!(
                 "| {} | skipped: file not found | | | | | | | | | | | |",
@@ -388,13 +436,31 @@ impl Bench {
         // last call (`THREAD_TIMEOUT`, 2^28 cycles) and would take a core from the Rust
         // runs of a small matrix: let them go to sleep first.
         std::thread::sleep(OPENBLAS_SPIN);
+        let before = cpu_ticks();
         let (t2, out, stats) = time_rust(g, &p, 2)?;
+        let steal = steal_share(before, cpu_ticks());
         let t1 = if one_thread {
             Some(time_rust(g, &p, 1)?.0)
         } else {
             None
         };
         let rss = peak_rss(json, path).map_or("?".into(), |m| format!("{m:.0}"));
+        Ok(Some(RustRow {
+            path: path.to_path_buf(),
+            p,
+            t2,
+            t1,
+            out,
+            stats,
+            rss,
+            steal,
+        }))
+    }
+
+    /// Prints a row of [`Bench::table`], with the numpy reference run now (after every Rust
+    /// row of the table); returns the speedup over numpy where it ran.
+    fn print_row(&mut self, bundle: &Path, r: &RustRow) -> BoxResult<Option<f64>> {
+        let (p, t2, stats) = (&r.p, r.t2, &r.stats);
         let gmac = stats.dense_macs as f64 / 1e9;
         let done = stats.computed_macs as f64 / 1e9;
         // The multiply-adds done, at two cores' FMA peak: a floor under the run's time.
@@ -405,24 +471,24 @@ impl Bench {
         };
         let (mut numpy, mut speedup, mut diff) = ("–".to_string(), None, "–".to_string());
         if p.nnz() <= self.numpy_max_nnz {
-            let (tr, conv) = self.worker.featurize(bundle, path)?;
+            let (tr, conv) = self.worker.featurize(bundle, &r.path)?;
             numpy = format!("{:.0}", tr * 1e3);
             speedup = Some(tr / t2);
-            diff = format!("{:.1e}", max_rel_diff(&out, &conv));
+            diff = format!("{:.1e}", max_rel_diff(&r.out, &conv));
         }
         println!(
             "| {} | {} | {} | {:.1} |{} {:.1} | {:.1} | {:.0} % | {:.1} | {} | {} | {:.0} | {} | {} | {} |",
-            path.file_stem().and_then(|s| s.to_str()).unwrap_or("?"),
+            r.path.file_stem().and_then(|s| s.to_str()).unwrap_or("?"),
             p.nrows(),
             p.nnz(),
             t2 * 1e3,
-            t1.map_or(String::new(), |t| format!(" {:.1} |", t * 1e3)),
+            r.t1.map_or(String::new(), |t| format!(" {:.1} |", t * 1e3)),
             gmac,
             gmac / t2,
             100.0 * gmac / t2 / self.peak,
             done,
             floor,
-            rss,
+            r.rss,
             stats.peak_bytes as f64 / (1 << 20) as f64,
             numpy,
             speedup.map_or("–".to_string(), |x| format!("{x:.1}×")),
