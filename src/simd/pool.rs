@@ -251,7 +251,7 @@ fn sum_rows_in_blocks<const B: usize>(acc: &mut [f64], table: &[f32], ids: &[u32
         sum_block::<32>(&mut acc[j0..j0 + 32], table, c, j0, ids);
         j0 += 32;
     }
-    let Some((&first, rest)) = ids.split_first() else {
+    let Some((&first, rest)) = ids.split_first().filter(|_| j0 < c) else {
         return;
     };
     let lane = |id: u32| &table[id as usize * c + j0..][..c - j0];
