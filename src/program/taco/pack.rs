@@ -152,7 +152,7 @@ impl TacoProgram {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when the pattern's
+    /// [`ErrorKind::InvalidArgument`] when the pattern's
     /// shape is not the program's.
     pub fn layout(&self, pattern: &CsrPattern, options: &TacoOptions) -> Result<TacoLayout> {
         self.check_shape(pattern)?;
@@ -164,7 +164,7 @@ impl TacoProgram {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::LayoutTooLarge`](crate::ErrorKind::LayoutTooLarge) when it does; as
+    /// [`ErrorKind::LayoutTooLarge`] when it does; as
     /// [`Self::layout`].
     pub fn check_layout(&self, pattern: &CsrPattern, options: &TacoOptions) -> Result<TacoLayout> {
         let layout = self.layout(pattern, options)?;
@@ -180,9 +180,9 @@ impl TacoProgram {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::LayoutTooLarge`](crate::ErrorKind::LayoutTooLarge) when the layout
+    /// [`ErrorKind::LayoutTooLarge`] when the layout
     /// exceeds its limit ([`TacoLayout::fits`]); nothing large is allocated then.
-    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when the shape
+    /// [`ErrorKind::InvalidArgument`] when the shape
     /// differs from the program's or `values` does not have one value per nonzero.
     pub fn pack(
         &self,
