@@ -25,7 +25,7 @@ use super::ops::{Part, RowProducts, Stencil};
 use super::rulebook::{
     count_pairs, grain, searches_in_blocks, task_points, tasks, Search, SERIAL_POINTS, TASK_POINTS,
 };
-use super::search_memo::{MemoChunk, MemoUse};
+use super::search_memo::{MemoChunk, MemoUse, SearchMemo};
 use super::slabs::Slab;
 use super::tree_sum::TreeSum;
 use super::window::Window;
@@ -222,18 +222,7 @@ impl<'m> Run<'_, 'm> {
             .len();
         let unpooled_pairs = self.unpooled_pairs(x, &out, op);
         let halo = self.take(y_slot)?;
-        // The searches of this step's chain (see `search_memo`): replayed from the chain's
-        // first step, or recorded for the chain's later steps when the budget has room.
-        let source = plan.search_source[si];
-        let replayed = source.and_then(|r| self.memos[r].take());
-        let record_charge = if plan.search_readers[si].is_empty() {
-            None
-        } else {
-            let k = reach.geom.k;
-            let bytes = MemoChunk::bytes_for(points, out.rows.len(), k);
-            let what = "the neighbour searches kept for the next layers";
-            self.mem.charge(bytes, node, what).ok()
-        };
+        let (replayed, record_charge) = self.chain_searches(si, points, out.rows.len());
         let memo = match (&replayed, &record_charge) {
             (Some(m), _) => MemoUse::Replay(m),
             (None, Some(_)) => MemoUse::Record,
@@ -249,7 +238,7 @@ impl<'m> Run<'_, 'm> {
             }
             self.direct_rows(si, x, out, halo, memo)
         };
-        if let (Some(r), Some(m)) = (source, replayed) {
+        if let (Some(r), Some(m)) = (plan.search_source[si], replayed) {
             self.memos[r] = Some(m);
             self.drop_replayed(r);
         }
@@ -405,6 +394,29 @@ impl<'m> Run<'_, 'm> {
         let level = self.k.level;
         count_pairs(&x.coords, out, 0..pooled.start, geom, level)
             + count_pairs(&x.coords, out, pooled.end..out.rows.len(), geom, level)
+    }
+
+    /// Step `si`'s part in its chain's neighbour searches (see `search_memo`) for a band
+    /// step of `points` output points in `rows` rows: the memo of the chain's first step to
+    /// replay (taken out of the run; the caller puts it back), or, for a chain's first step,
+    /// the charge of what its tasks will record (none when the budget has no room: the step
+    /// then records nothing).
+    fn chain_searches(
+        &mut self,
+        si: usize,
+        points: usize,
+        rows: usize,
+    ) -> (Option<SearchMemo>, Option<Charge<'m>>) {
+        if let Some(r) = self.plan.search_source[si] {
+            return (self.memos[r].take(), None);
+        }
+        if self.plan.search_readers[si].is_empty() {
+            return (None, None);
+        }
+        let step = &self.plan.stencils[si];
+        let bytes = MemoChunk::bytes_for(points, rows, step.op.reach().geom.k);
+        let what = "the neighbour searches kept for the next layers";
+        (None, self.mem.charge(bytes, &step.name, what).ok())
     }
 
     /// Appends the searches step `si`'s tasks recorded (in task order, so rows ascend) to
