@@ -247,6 +247,33 @@ fn dense_rows_are_bit_identical_everywhere() {
     check_identity("dilated, stride 3", &spec, &p, &[None, Some(100)]);
 }
 
+/// A DASH-like graph's recorded searches (its stride-1 chains) are dropped as the later
+/// layers pass them: the charged peak of a streamed run does not grow with the matrix (twice
+/// the rows, same band), and the result is the one-band result.
+#[test]
+fn recorded_searches_do_not_accumulate() {
+    let spec = dash_like(&[8, 16, 16, 24, 24, 32, 32], 9);
+    let g = FeaturizerGraph::from_spec(&spec).expect("valid");
+    let o = |band| FeaturizeOptions {
+        threads: Some(2),
+        band_entries: band,
+        ..Default::default()
+    };
+    let mut peaks = Vec::new();
+    for n in [60_000, 120_000] {
+        let p = random_pattern(n, 6, 5);
+        let (streamed, s) = g.run_with_stats(&p, &o(Some(1 << 13))).expect("runs");
+        let whole = g.run(&p, &o(Some(usize::MAX))).expect("runs");
+        assert_eq!(bits(&streamed), bits(&whole), "{n} rows");
+        assert!(s.bands > 20, "{s:?}");
+        peaks.push(s.peak_bytes);
+    }
+    assert!(
+        peaks[1] * 10 <= peaks[0] * 12,
+        "charged peaks {peaks:?} grow with the matrix"
+    );
+}
+
 /// The streaming memory bound on a large generated graph-like matrix: the featurizer's
 /// charged peak stays within the documented formula's order (band plus halos, a few times
 /// the band's feature bytes) and far below what holding the whole matrix would need, and the
