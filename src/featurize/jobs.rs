@@ -304,7 +304,19 @@ fn pair_jobs<'a>(
     }
     let mut ph = keys.ph;
     ph.memo = nb.into_record();
+    count_uses(&mut ph);
     ph
+}
+
+/// Counts the points of each keyed job from `point_job` (once the task's points all have
+/// their jobs: a separate pass, so that finding a point's job never waits on its count).
+fn count_uses(ph: &mut Phase) {
+    let uses = &mut ph.keyed.uses;
+    for &j in &ph.point_job {
+        if j & KEYED != 0 {
+            uses[(j & !KEYED) as usize] += 1;
+        }
+    }
 }
 
 /// Phase A's pair sink for an input of computed rows: builds each point's key
@@ -355,7 +367,6 @@ impl PairSink for KeySink<'_> {
             } else {
                 self.look_up(single)
             };
-            self.ph.keyed.uses[j as usize] += 1;
             self.ph.point_job.push(KEYED | j);
         } else {
             let j = self.ph.unique.push_job(self.key.iter().copied(), 1);
@@ -365,8 +376,8 @@ impl PairSink for KeySink<'_> {
         self.all_shared = self.share;
     }
 
-    /// A single-pair key already in the table is counted without building the key (a
-    /// non-zero entry means its row is shared).
+    /// A single-pair key already in the table gives the point its job without building the
+    /// key (a non-zero entry means its row is shared).
     #[inline(always)]
     fn only_pair(&mut self, kappa: u32, q: u32) {
         let id = self.ids[q as usize];
@@ -374,7 +385,6 @@ impl PairSink for KeySink<'_> {
         match self.single.get(e) {
             Some(&known) if known != 0 => {
                 self.ph.point_pairs += 1;
-                self.ph.keyed.uses[known as usize - 1] += 1;
                 self.ph.point_job.push(KEYED | (known - 1));
             }
             _ => {
