@@ -34,9 +34,10 @@ pub struct FeaturizeOptions {
     /// Default [`DEFAULT_MEMORY_BUDGET`](Self::DEFAULT_MEMORY_BUDGET); `usize::MAX` disables it.
     pub memory_budget: usize,
     /// Pattern entries per row band (of each slab, see [`FeaturizerGraph`]'s `# Threads`).
-    /// `None` picks about 32 MiB of features of the widest layer per band (96 Ki to 256 Ki
-    /// entries); `Some(usize::MAX)` runs the whole pattern (each slab) as one band. Results
-    /// do not depend on it. `Some(0)` is an error.
+    /// `None` picks about 32 MiB of features of the widest layer per band, shared by the
+    /// slabs that run side by side (96 Ki to 256 Ki entries); `Some(usize::MAX)` runs the
+    /// whole pattern (each slab) as one band. Results do not depend on it. `Some(0)` is an
+    /// error.
     pub band_entries: Option<usize>,
 }
 
@@ -210,9 +211,8 @@ impl FeaturizerGraph {
             return Err(Error::invalid_argument("band_entries must be at least 1"));
         }
         let kernels = Kernels::for_level(opts.simd.require()?);
-        let band = opts.band_entries.unwrap_or_else(|| self.plan.auto_band());
         let go = || {
-            let result = self.run_slabs(pattern, opts, kernels, band, knobs);
+            let result = self.run_slabs(pattern, opts, kernels, knobs);
             self.pool.trim();
             result
         };
@@ -232,13 +232,16 @@ impl FeaturizerGraph {
         pattern: &CsrPattern,
         opts: &FeaturizeOptions,
         kernels: &'static Kernels,
-        band: usize,
         knobs: RunKnobs,
     ) -> Result<(Vec<f32>, FeaturizeStats)> {
         let mem = Memory::new(opts.memory_budget);
         let threads = rayon::current_num_threads();
         let slabs = slabs::split(&self.plan, pattern, threads, knobs.slab_min_entries);
         log::trace!("featurizer on {threads} thread(s), {} slab(s)", slabs.len());
+        let side_by_side = slabs.len().min(threads);
+        let band = opts
+            .band_entries
+            .unwrap_or_else(|| self.plan.auto_band(side_by_side));
         let run = |slab| {
             let mut run = Run::new(&self.plan, pattern, kernels, &self.pool, &mem).in_slab(slab);
             run.chunk_bytes = knobs.chunk_bytes;

@@ -88,8 +88,10 @@ pub(crate) struct Plan {
     pub max_channels: usize,
 }
 
-/// Pattern entries per band when [`FeaturizeOptions::band_entries`] is not set: about
-/// [`BAND_BYTES`] of features for the widest value, within [`MIN_BAND`, `MAX_BAND`].
+/// Bytes of features of the widest value in the bands of all slabs running side by side,
+/// when [`FeaturizeOptions::band_entries`] is not set (see [`Plan::auto_band`]). It trades
+/// the cuts between bands (fewer with larger bands) against the band tables staying in the
+/// caches the slabs share.
 ///
 /// [`FeaturizeOptions::band_entries`]: super::FeaturizeOptions::band_entries
 pub(crate) const BAND_BYTES: usize = 32 << 20;
@@ -226,8 +228,11 @@ impl Plan {
         }
     }
 
-    /// Pattern entries per band when the options leave it open.
-    pub fn auto_band(&self) -> usize {
-        (BAND_BYTES / (4 * self.max_channels + 16)).clamp(MIN_BAND, MAX_BAND)
+    /// Pattern entries per band when the options leave it open, for `side_by_side` slabs
+    /// running at once: about [`BAND_BYTES`] of the widest value's features over all of
+    /// them, within [`MIN_BAND`, `MAX_BAND`].
+    pub fn auto_band(&self, side_by_side: usize) -> usize {
+        let bytes = BAND_BYTES / side_by_side.max(1);
+        (bytes / (4 * self.max_channels + 16)).clamp(MIN_BAND, MAX_BAND)
     }
 }

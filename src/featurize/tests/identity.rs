@@ -377,3 +377,46 @@ fn pool_returns_memory_after_a_large_matrix() {
         bits(&fresh.run(&small, &o).expect("runs"))
     );
 }
+
+#[test]
+fn automatic_bands_share_their_bytes_between_side_by_side_slabs() {
+    use crate::featurize::plan::MIN_BAND;
+    let p = rmat(14, 60_000, 2);
+    let g = FeaturizerGraph::from_spec(&waco_like(32, 3, 1)).expect("valid");
+    let plan = g.plan();
+    // 32 channels: about 32 MiB of features per band for one slab, half of that for each
+    // of two.
+    assert!(plan.auto_band(1) > MIN_BAND);
+    assert_eq!(plan.auto_band(1), 2 * plan.auto_band(2));
+    let knobs = RunKnobs {
+        slab_min_entries: 1000,
+        ..RunKnobs::default()
+    };
+    assert!(crate::featurize::slabs::split(plan, &p, 2, 1000).len() >= 2);
+    let two = FeaturizeOptions {
+        threads: Some(2),
+        ..Default::default()
+    };
+    let (split, s2) = g.run_tuned(&p, &two, knobs).expect("runs");
+    assert_eq!(s2.band_entries, plan.auto_band(2));
+    let one = FeaturizeOptions {
+        threads: Some(1),
+        ..Default::default()
+    };
+    let (whole, s1) = g.run_tuned(&p, &one, knobs).expect("runs");
+    assert_eq!(s1.band_entries, plan.auto_band(1));
+    assert_eq!(bits(&split), bits(&whole));
+    // An explicit band is kept as given.
+    let given = FeaturizeOptions {
+        band_entries: Some(5000),
+        ..two
+    };
+    assert_eq!(
+        g.run_tuned(&p, &given, knobs).expect("runs").1.band_entries,
+        5000
+    );
+    // Wide layers stay at the fewest automatic entries either way.
+    let wide = FeaturizerGraph::from_spec(&waco_like(256, 2, 1)).expect("valid");
+    assert_eq!(wide.plan().auto_band(1), MIN_BAND);
+    assert_eq!(wide.plan().auto_band(2), MIN_BAND);
+}
