@@ -22,7 +22,8 @@
 //! (the allocator recycles those without faulting pages in), so the small tables of the last
 //! layers do not take the places of the large ones. Over the count the smallest go first;
 //! over the bytes while a run goes, the ones returned longest ago (the latest are the
-//! tables the next band asks for); when a run ends, the largest.
+//! tables the next band asks for); when a run ends, the largest. A table is taken from the
+//! buffers returned last, whose lines the caches are likeliest to still hold.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -204,16 +205,17 @@ impl BufferPool {
     const ROOM_DIVISOR: usize = 8;
 
     /// A buffer of length `n` with **unspecified contents** (stale values from an earlier
-    /// use): callers overwrite all of it. Takes the smallest pooled buffer with capacity in
-    /// `n..=2n` (preferring one already at least `n` long), else allocates one with room for
-    /// `n / ROOM_DIVISOR` more.
+    /// use): callers overwrite all of it. Takes, of the pooled buffers with capacity in
+    /// `n..=2n`, the one returned last (preferring one already at least `n` long): its
+    /// lines are the likeliest to be still in the caches, so the band writing it does not
+    /// wait on memory for them. Else allocates one with room for `n / ROOM_DIVISOR` more.
     pub fn take(&self, n: usize) -> RowBuf {
         let pooled = {
             let mut bufs = self.bufs.lock().unwrap_or_else(|e| e.into_inner());
             let fits = |v: &RowBuf| v.capacity() >= n && v.capacity() - n <= n;
             let pick = (0..bufs.len())
                 .filter(|&i| fits(&bufs[i]))
-                .min_by_key(|&i| (!bufs[i].holds(n), bufs[i].capacity()));
+                .max_by_key(|&i| (bufs[i].holds(n), i));
             pick.map(|i| bufs.remove(i))
         };
         match pooled {
@@ -375,6 +377,28 @@ mod tests {
             .collect();
         assert!(!kept.contains(&firsts[0]), "the oldest went");
         assert!(kept.contains(&firsts[4]), "the latest (and largest) stayed");
+    }
+
+    /// Of the buffers that fit, the one returned last is taken (its lines are the likeliest
+    /// to be cached), and one long enough before one that must grow.
+    #[test]
+    fn pool_takes_the_buffer_returned_last() {
+        let p = BufferPool::default();
+        let n = 1 << 16;
+        let (older, newer) = (RowBuf::zeroed(n), RowBuf::zeroed(n));
+        let at = newer.as_ptr() as usize;
+        p.give(older);
+        p.give(newer);
+        assert_eq!(p.take(n).as_ptr() as usize, at, "the latest");
+        // A shorter buffer returned after a long-enough one: the long-enough one.
+        let long = RowBuf::zeroed(n);
+        let at = long.as_ptr() as usize;
+        let mut short = RowBuf::zeroed(n);
+        short.resize(n / 2 + 1);
+        short.buf.truncate(n / 2 + 1 + RowBuf::SLACK);
+        p.give(long);
+        p.give(short);
+        assert_eq!(p.take(n).as_ptr() as usize, at, "the one long enough");
     }
 
     /// A new buffer has room beyond its first length, so a slightly larger later band
