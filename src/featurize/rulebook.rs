@@ -27,7 +27,9 @@ use crate::simd::SimdLevel;
 
 /// Most output points per parallel task (and the points of every task of the shared
 /// path's key search, whose sharing within a task does not depend on the layer's width).
-pub(crate) const TASK_POINTS: usize = 8192;
+/// It trades each task's set-up (its scratch, its pooled-sum tree, its share of a band's
+/// key merge) against the balance of a band step's tasks over the threads.
+pub(crate) const TASK_POINTS: usize = 32768;
 /// Fewest output points per parallel task.
 const MIN_TASK_POINTS: usize = 128;
 /// Multiply-adds per neighbour pair at which tasks reach [`TASK_POINTS`] (WACO's 32→32):
@@ -1087,16 +1089,16 @@ mod tests {
 
     #[test]
     fn tasks_of_long_rows_stay_balanced() {
-        // 20 rows of 1 900 points (a deep layer of a uniform matrix): 6 tasks of about
-        // 6 333 points, each cut within half a row of its share of the points, so each
-        // task within a row of 6 333 (cutting after the first row past the share gave five
-        // tasks of 7 600 and none for the sixth).
+        // 20 rows of 1 900 points (a deep layer of a uniform matrix) in tasks of at most
+        // 8 192 points: 6 tasks of about 6 333 points, each cut within half a row of its
+        // share of the points, so each task within a row of 6 333 (cutting after the first
+        // row past the share gave five tasks of 7 600 and none for the sixth).
         let (rows, len) = (20usize, 1900usize);
         let row_ptr: Vec<usize> = (0..=rows).map(|r| r * len).collect();
         let cols: Vec<u32> = (0..rows).flat_map(|_| 0..len as u32).collect();
         let p = CsrPattern::new(rows, len, row_ptr, cols).expect("valid");
         let c = Coords::from_pattern(&p);
-        let t = tasks(&c, TASK_POINTS);
+        let t = tasks(&c, 8192);
         assert_eq!(t.len(), 6);
         assert_eq!(t.first().map(|r| r.start), Some(0));
         assert_eq!(t.last().map(|r| r.end), Some(rows));
