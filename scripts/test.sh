@@ -24,6 +24,11 @@ ws=(--workspace --exclude dashrank-tvm --exclude dashrank-python)
 cargo clippy --quiet "${ws[@]}" --all-targets "${lint_o0[@]}" -- -D warnings
 cargo clippy --quiet "${ws[@]}" --all-targets --features dashrank/tract,dashrank-cli/tract "${lint_o0[@]}" -- -D warnings
 cargo clippy --quiet "${ws[@]}" --all-targets --features dashrank/onnxruntime,dashrank-cli/onnxruntime "${lint_o0[@]}" -- -D warnings
+# Rustdoc, private items included (the featurizer's design is documented on them): every
+# intra-doc link resolves and no comment reads as broken HTML. The CLI's binary has the
+# library's name, so it is documented first, on its own (the library's pages overwrite it).
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --document-private-items -p dashrank-cli
+RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps --document-private-items -p dashrank -p dashrank-capi
 
 # The cargo tools of later sections (cbindgen, cargo-c, cargo-fuzz) build from crates.io in the
 # background while the Python sections leave a core idle; waited for before the TACO section.

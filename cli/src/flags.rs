@@ -291,10 +291,10 @@ Example (CI):
 pub struct EvalArgs {
     #[command(flatten)]
     pub model: ModelArgs,
-    /// Directory of measured runtimes, one <matrix>.txt or <matrix>.csv per matrix.
+    /// Directory of measured runtimes, one MATRIX.txt or MATRIX.csv per matrix.
     #[arg(long, value_name = "DIR")]
     pub measured: PathBuf,
-    /// Directory holding <matrix>.csr or <matrix>.mtx for each measured file.
+    /// Directory holding MATRIX.csr or MATRIX.mtx for each measured file.
     #[arg(long, value_name = "DIR")]
     pub matrices: PathBuf,
     /// The default configuration (a schedule line); top-1/top-5 speedups over it are reported

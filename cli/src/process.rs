@@ -1,4 +1,4 @@
-//! Running one measuring command to its end or its deadline (see [`super::MeasureCommand`]).
+//! Running one measuring command to its end or its deadline (see [`crate::command::MeasureCommand`]).
 //!
 //! The command runs in a process group of its own. Its stdout and stderr are read as they come,
 //! keeping only the last [`TAIL_BYTES`] of each, so a chatty command (`yes`) costs bounded

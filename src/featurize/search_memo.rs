@@ -6,7 +6,7 @@
 //! first layer of such a chain records, per output row, what the block search found — each
 //! point's neighbour mask and, per kernel row, where its first neighbour lies *within that
 //! input row* — and the later layers hand those to their pair sinks instead of searching
-//! again ([`Neighbours::replaying`](super::rulebook::Neighbours::replaying)). Positions
+//! again ([`Neighbours::with_memo`](super::rulebook::Neighbours::with_memo)). Positions
 //! within an input row do not depend on the window the row sits in (windows hold whole
 //! coordinate rows, and a band's halo changes only where rows start), so the later layers
 //! get exactly the pairs, in exactly the order, that their own search would give: values
