@@ -39,9 +39,8 @@ pub struct MeasuredFile {
 ///
 /// # Errors
 ///
-/// [`ErrorKind::Io`] when a directory cannot be read;
-/// [`ErrorKind::InvalidArgument`] when there is no measured
-/// file at all, or two for one matrix (`a.txt` and `a.csv`).
+/// [`ErrorKind::Io`] when a directory cannot be read; [`ErrorKind::InvalidArgument`] when
+/// there is no measured file at all, or two for one matrix (`a.txt` and `a.csv`).
 pub fn find_measured_files(measured_dir: &Path, matrices_dir: &Path) -> Result<Vec<MeasuredFile>> {
     if !matrices_dir.is_dir() {
         return Err(Error::new(ErrorKind::Io {
@@ -137,8 +136,7 @@ impl Shard {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidArgument`] unless
-    /// `1 <= index <= count`.
+    /// [`ErrorKind::InvalidArgument`] unless `1 <= index <= count`.
     pub fn new(index: usize, count: usize) -> Result<Self> {
         if count == 0 || index == 0 || index > count {
             return Err(Error::invalid_argument(format!(
@@ -156,8 +154,8 @@ impl Shard {
     ///
     /// # Errors
     ///
-    /// [`ErrorKind::InvalidArgument`] for a task that is
-    /// not on the range (an irregular list such as `--array=1,4,5`).
+    /// [`ErrorKind::InvalidArgument`] for a task that is not on the range (an irregular list
+    /// such as `--array=1,4,5`).
     ///
     /// # Example
     /// ```

@@ -24,10 +24,8 @@
 //!
 //! Ranking is exact and exhaustive: every ranked candidate is scored, ties broken by index.
 //! Nothing per candidate is materialised beyond the prepared rows: configurations and lines
-//! are regenerated from their index on demand
-//! ([`ScheduleSpace::configs_into`]),
-//! statuses are computed per shape in compact form
-//! ([`ShapeStatuses`]), and the top `k` is kept in a
+//! are regenerated from their index on demand ([`ScheduleSpace::configs_into`]), statuses are
+//! computed per shape in compact form ([`ShapeStatuses`]), and the top `k` is kept in a
 //! bounded buffer while the scores stream past. For the 611 712-schedule WACO SpMM space the
 //! numbers are in `BENCHMARKS.md` (`cargo bench --bench heads -- space`).
 //!

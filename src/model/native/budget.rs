@@ -1,8 +1,7 @@
 //! The load budget of the native engine: how much work importing and compiling one graph may
 //! do, so that a bundle whose files pass every integrity check but hold a hostile graph (a
 //! 2^20-wide layer, 60 000 chained ReLUs, an input concatenated with itself 512 times) fails
-//! with [`ErrorKind::LoadBudget`] instead of exhausting the
-//! host's memory.
+//! with [`ErrorKind::LoadBudget`] instead of exhausting the host's memory.
 //!
 //! The budget counts *operations*: one per number the importer or the compiler allocates
 //! (weights, affine forms, packed layers, lookup tables), one per multiply-add it performs,
