@@ -9,7 +9,10 @@ result against a CSR reference before timing it):
   then the default (TACO's CSR). Top-1 and the best of the top 5/10/20 are read off it.
 - the same with distinct programs (no `--all-programs`).
 - `dashrank tune --strategy search --budget B`: the default, 10 seeds, then neighbours of the
-  fastest, at most B measurements; the best-so-far curve and the tuning time.
+  fastest, the last 4 of B measurements a confirmation round (the default and the 3 fastest
+  measured again; the pick is the fastest of that round that beat the default by 2 % in both
+  of its measurements, else the default); the best-so-far curve and the tuning time. With --unconfirmed, also the same search without the confirmation round
+  (`--confirm 0`: the pick is the fastest single measurement), for comparison.
 - WACO's FixedCSR (TACO's CSR plus `bound`) with dashrank-taco-measure.
 - rank correlation: --sample schedules that stock TACO runs (WACO's measured lines where the
   matrix has them, topped up with random lines of the space; lines TACO refuses are passed
@@ -23,6 +26,7 @@ median over rounds of CSR time / candidate time, run back to back). Results go t
 OUT/<kernel>/<matrix>.*.json, OUT/measured/<KERNEL>/<matrix>.txt and OUT/summary.md.
 
   python3 scripts/bench-taco.py --kernels spmm --budget 50 --sample 100
+  python3 scripts/bench-taco.py --kernels spmm --only-search --unconfirmed --sample 0
 """
 import argparse
 import json
@@ -197,16 +201,28 @@ def best_program(report, k=None, only_ranked=True):
     return min(ms, key=lambda m: m["ratio"])["toolchain"] if ms else None
 
 
+def picked_program(report):
+    """The toolchain text of the run's own pick (`best_index`; after a confirmation round,
+    the fastest of that round)."""
+    best = report.get("best_index")
+    return next((m["toolchain"] for m in report["measurements"] if m["index"] == best), None)
+
+
 def bench_matrix(args, kernel, name):
     matrix = os.path.join(args.matrix_dir, f"{name}.csr")
     d = os.path.join(args.out, kernel)
     os.makedirs(d, exist_ok=True)
-    plain = tune(args, kernel, matrix, ["--strategy", "top-k", "--top", "20", "--all-programs", "--budget", "21"],
-                 f"{d}/{name}.topk.json")
-    distinct = tune(args, kernel, matrix, ["--strategy", "top-k", "--top", "20", "--budget", "21"],
-                    f"{d}/{name}.distinct.json")
+    plain = distinct = unconfirmed = None
+    if not args.only_search:
+        plain = tune(args, kernel, matrix, ["--strategy", "top-k", "--top", "20", "--all-programs", "--budget", "21"],
+                     f"{d}/{name}.topk.json")
+        distinct = tune(args, kernel, matrix, ["--strategy", "top-k", "--top", "20", "--budget", "21"],
+                        f"{d}/{name}.distinct.json")
     search = tune(args, kernel, matrix, ["--strategy", "search", "--budget", str(args.budget)],
                   f"{d}/{name}.search.json")
+    if args.unconfirmed:
+        unconfirmed = tune(args, kernel, matrix, ["--strategy", "search", "--budget", str(args.budget),
+                                                  "--confirm", "0"], f"{d}/{name}.search-unconfirmed.json")
     picks = {"fixed": FIXED_CSR[kernel]}
     if plain:
         picks["top1"] = best_program(plain, 1)
@@ -216,7 +232,9 @@ def bench_matrix(args, kernel, name):
         for k in (5, 10, 20):
             picks[f"dtop{k}"] = best_program(distinct, k)
     if search:
-        picks["search"] = best_program(search, None, only_ranked=False)
+        picks["search"] = picked_program(search)
+    if unconfirmed:
+        picks["unconfirmed"] = picked_program(unconfirmed)
     times = confirm(args, kernel, matrix, list(picks.values()))
     csr = times.get("csr")
     row = {"matrix": name, "csr_ms": csr, "picks": picks}
@@ -241,11 +259,11 @@ def fmt(x, digits=2):
 
 
 def summary(rows, kernel, taus, budget):
-    cols = ["top1", "top5", "top10", "top20", "dtop5", "dtop10", "dtop20", "search"]
+    cols = ["top1", "top5", "top10", "top20", "dtop5", "dtop10", "dtop20", "search", "unconfirmed"]
     lines = [f"### {UPPER[kernel]}", "",
              "| matrix | CSR ms | FixedCSR | top-1 | top-5 | top-10 | top-20 | distinct top-5 | top-10 | top-20 "
-             f"| search ({budget}) | measured | tuning s | tau |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"| search ({budget}) | search, unconfirmed | measured | tuning s | tau |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         tau = taus.get(r["matrix"], {}).get("kendall_tau")
         lines.append(f"| {r['matrix']} | {fmt(r.get('csr_ms'), 3)} | {fmt(r.get('fixed'))} | "
@@ -284,6 +302,9 @@ def main():
     p.add_argument("--sample", type=int, default=100)
     p.add_argument("--out", default=f"{ROOT}/target/bench-taco")
     p.add_argument("--fresh", action="store_true", help="re-measure what OUT already holds")
+    p.add_argument("--only-search", action="store_true", help="skip the two top-k tunes")
+    p.add_argument("--unconfirmed", action="store_true",
+                   help="also run the search without its confirmation round (--confirm 0)")
     args = p.parse_args()
     args.matrix_dir = os.path.join(args.shared, "data/waco/matrices")
     names = sorted(f[:-4] for f in os.listdir(args.matrix_dir) if f.endswith(".csr"))
@@ -298,7 +319,7 @@ def main():
             rows.append(bench_matrix(args, kernel, name))
             r = rows[-1]
             print(f"   CSR {fmt(r.get('csr_ms'), 3)} ms, FixedCSR {fmt(r.get('fixed'))}x, top-1 {fmt(r.get('top1'))}x, "
-                  f"top-20 {fmt(r.get('top20'))}x, search {fmt(r.get('search'))}x in {r.get('search_n')} "
+                  f"top-20 {fmt(r.get('top20'))}x, search {fmt(r.get('search'))}x (unconfirmed {fmt(r.get('unconfirmed'))}x) in {r.get('search_n')} "
                   f"measurements, {fmt(r.get('search_s'), 0)} s", flush=True)
         taus = evaluate_tau(args, kernel) if args.sample > 0 else {}
         parts.append(summary(rows, kernel, taus, args.budget))

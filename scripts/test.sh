@@ -130,6 +130,8 @@ ms = r["measurements"]
 assert ms[0]["is_default"] and ms[0]["ms"] is not None, "the default (TACO's CSR) is measured first"
 assert 2 <= len(ms) <= 8 and r["best_ms"] is not None, r
 assert r["speedup_over_default"] >= 1.0, r  # the default is among the measured
+confirmed = [m for m in ms if m["confirmation"]]  # the search's last round: the default first
+assert not confirmed or (confirmed[0]["is_default"] and ms[-len(confirmed):] == confirmed), r
 print(f"{r['space']}: {len(ms)} measured through stock TACO, best {r['best_ms']:.4f} ms, "
       f"{r['speedup_over_default']:.2f}x TACO's CSR")
 PY

@@ -186,8 +186,11 @@ pub struct RankArgs {
 Strategies: `search` (default) measures the toolchain default, the --top best candidates
 (seeds), then rounds of the neighbours of the fastest measured ones (a split doubled or halved,
 two adjacent loops swapped, a format flag flipped, the chunk doubled or halved), ranked by the
-model, until --budget measurements (the default's included) or --budget-time; `top-k` measures
-the --top best, then the default. Candidates whose TACO program a measured one already has are
+model, until --budget measurements (the default's included) or --budget-time, the last
+--confirm + 1 of them a confirmation round that measures the default and the --confirm fastest
+again and picks the fastest of that round that beat the default by --margin in both of its
+measurements, else the default (the best of many noisy times is partly luck);
+`top-k` measures the --top best, then the default. Candidates whose TACO program a measured one already has are
 skipped (--all-programs measures them), as are TACO layouts over the size limit.
 
 Measurers: `--measurer taco` runs each program through stock TACO with dashrank-taco-measure
@@ -237,6 +240,14 @@ pub struct TuneArgs {
     /// Seconds after which no measurement starts.
     #[arg(long, value_name = "SECS")]
     pub budget_time: Option<f64>,
+    /// The fastest candidates measured again, with the default, in a final confirmation round
+    /// that makes the pick (default: 3 for search, 0 for top-k; 0: none).
+    #[arg(long, value_name = "N")]
+    pub confirm: Option<usize>,
+    /// After a confirmation round, how much faster than the default (a fraction) a candidate
+    /// must be in both of its measurements to be picked over it.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.02)]
+    pub margin: f64,
     /// Measure candidates whose program a measured candidate already has.
     #[arg(long)]
     pub all_programs: bool,

@@ -86,15 +86,20 @@ fn tune_options(args: &TuneArgs) -> Result<TuneOptions> {
     if matches!(args.format, FormatArg::Taco | FormatArg::Cpp) {
         bail!("tune prints a table or JSON (--format table|json)");
     }
+    if !(0.0..1.0).contains(&args.margin) {
+        bail!("--margin {} must be a fraction in [0, 1)", args.margin);
+    }
     if args.budget == 0 {
         bail!("--budget must be at least 1 (the default is always measured)");
     }
-    let strategy = match args.strategy {
-        StrategyArg::Search => Strategy::Search,
-        StrategyArg::TopK => Strategy::TopK,
+    let (strategy, confirm) = match args.strategy {
+        StrategyArg::Search => (Strategy::Search, TuneOptions::default().confirm),
+        StrategyArg::TopK => (Strategy::TopK, 0),
     };
     Ok(TuneOptions {
         strategy,
+        confirm: args.confirm.unwrap_or(confirm),
+        margin: args.margin,
         k: args.top,
         budget: Budget {
             measurements: args.budget,
@@ -153,10 +158,10 @@ impl Measurer for CommandMeasurer {
     }
 }
 
-/// Successful measurements as WACO's collected lines `<line> = <ms>`.
+/// Successful measurements as WACO's collected lines `<line> = <ms>`, each candidate's first.
 fn write_measured(path: &std::path::Path, r: &TuneReport) -> Result<()> {
     let mut text = String::new();
-    for m in &r.measurements {
+    for m in r.measurements.iter().filter(|m| !m.confirmation) {
         if let (Some(ms), false) = (m.ms, m.ranked.line.is_empty()) {
             text.push_str(&format!("{} = {ms}\n", m.ranked.line));
         }
@@ -189,10 +194,11 @@ fn print_table(out: &mut impl Write, r: &TuneReport) -> Result<()> {
         let base = m
             .baseline_ms
             .map_or_else(|| "-".to_owned(), |t| format!("{t:.4}"));
-        let default = if e.is_default {
-            " (toolchain default)"
-        } else {
-            ""
+        let default = match (e.is_default, m.confirmation) {
+            (true, true) => " (toolchain default, confirmation)",
+            (true, false) => " (toolchain default)",
+            (false, true) => " (confirmation)",
+            (false, false) => "",
         };
         writeln!(
             out,

@@ -282,6 +282,71 @@ fn tune_runs_the_command_skips_failures_and_keeps_the_fastest() {
     let _ = dir;
 }
 
+/// The search's confirmation round: a candidate that ran fast once (each candidate's first
+/// run here takes 1 ms, later runs 100 ms, the default always 50 ms) does not beat the default;
+/// `--confirm 0` takes the single fast time.
+#[test]
+fn tune_search_picks_from_the_confirmation_round() {
+    let model = fixture("tiny-waco-spmm");
+    let dir = scratch("tune-confirm");
+    let tune = |confirm: &str| -> Value {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let cmd = r#"f="$RUNS/$DASHRANK_INDEX"; [ "$DASHRANK_INDEX" = "$DEFAULT" ] && echo 50 && exit; [ -e "$f" ] && echo 100 && exit; touch "$f"; echo 1 {}"#;
+        let args = format!(
+            "tune --model {model} --matrix {MATRIX} --space taco --max-split 2 --top 3 \
+             --budget 10 --confirm {confirm} --format json"
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_dashrank"))
+            .current_dir(repo())
+            .env("RUNS", &dir)
+            .env("DEFAULT", default_index(&model))
+            .args(args.split(' '))
+            .args(["--measure-cmd", cmd])
+            .args(backend_args())
+            .output()
+            .unwrap();
+        serde_json::from_str(&ok(&out)).unwrap()
+    };
+    let report = tune("3");
+    let ms = report["measurements"].as_array().unwrap();
+    assert_eq!(ms.len(), 10, "{report}");
+    let again: Vec<&Value> = ms.iter().filter(|m| m["confirmation"] == true).collect();
+    assert_eq!(again.len(), 4);
+    assert!(ms[6..].iter().all(|m| m["confirmation"] == true));
+    assert_eq!(again[0]["is_default"], true);
+    assert!(again[1..].iter().all(|m| m["ms"].as_f64() == Some(100.0)));
+    assert_eq!(report["best_index"], report["default_index"]);
+    assert_eq!(report["best_ms"].as_f64(), Some(50.0));
+    assert_eq!(report["speedup_over_default"].as_f64(), Some(1.0));
+    let report = tune("0");
+    let ms = report["measurements"].as_array().unwrap();
+    assert!(ms.iter().all(|m| m["confirmation"] == false), "{report}");
+    assert_eq!(report["best_ms"].as_f64(), Some(1.0));
+}
+
+/// The toolchain default's index in `rank --space taco --max-split 2`.
+fn default_index(model: &str) -> String {
+    let out = dashrank(&[
+        "rank",
+        "--model",
+        model,
+        "--matrix",
+        MATRIX,
+        "--space",
+        "taco",
+        "--max-split",
+        "2",
+        "--top",
+        "1",
+        "--json",
+    ]);
+    let ranking: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let entries = ranking[0]["entries"].as_array().unwrap();
+    let default = entries.iter().find(|e| e["is_default"] == true).unwrap();
+    default["index"].as_u64().unwrap().to_string()
+}
+
 /// The index of the second of `rank --space taco --max-split 2 --top 3`.
 fn second_ranked_index(model: &str) -> String {
     let first = dashrank(&[

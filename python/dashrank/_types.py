@@ -202,7 +202,12 @@ class Measurement:
     toolchain: str
     """What ``measure`` was given: the rendered toolchain program."""
     round: int
-    """0 for the default and the first ``k`` ranked, then the search round."""
+    """0 for the default and the first ``k`` ranked, then the search round; the
+    confirmation round comes last."""
+    confirmation: bool
+    """Whether this measures again a candidate measured earlier, in the confirmation round
+    that makes the pick (``search``: the default and the 3 fastest, measured again in the last
+    4 measurements of the budget)."""
     ms: Optional[float]
     """What ``measure`` returned; None when it failed."""
     baseline_ms: Optional[float]
@@ -233,7 +238,9 @@ class TuneReport:
     measurements: Tuple[Measurement, ...]
     skipped: Tuple[Skipped, ...]
     best_index: Optional[int]
-    """The fastest measured candidate (the default included); None when all failed."""
+    """The pick: after a confirmation round, its fastest candidate that beat the default by
+    2 % in both of its measurements, else the default; otherwise the fastest measured (the
+    default included). None when all failed."""
     best_ms: Optional[float]
     default_index: int
     default_ms: Optional[float]
@@ -253,8 +260,8 @@ class TuneReport:
 
     @property
     def best(self) -> Optional[Measurement]:
-        """The fastest measurement, or None."""
-        return next((m for m in self.measurements if m.index == self.best_index), None)
+        """The fastest measurement (its confirmation when it had one), or None."""
+        return next((m for m in reversed(self.measurements) if m.index == self.best_index), None)
 
     def to_dict(self) -> Dict[str, Any]:
         """The report as ``dashrank tune --format json`` prints it."""

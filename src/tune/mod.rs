@@ -18,6 +18,13 @@
 //! skipped without a measurement. The default is always measured, so the result is never
 //! slower than the default as measured. The model is never changed.
 //!
+//! The fastest of many noisy measurements is partly the luckiest (the winner's curse): with
+//! [`TuneOptions::confirm`] (the search's default), the last measurements of the budget are a
+//! *confirmation round* that measures the default and the few fastest candidates again. The
+//! pick is the fastest of that round that beat the default's confirmation by
+//! [`TuneOptions::margin`] in both of its measurements, else the default: a candidate must
+//! be clearly faster twice to replace what the toolchain would run anyway.
+//!
 //! A [`Measurer`] runs one candidate and returns its time ([`Measured`]), optionally with the
 //! time of a baseline measured in the same run (then candidates compare by the ratio, which
 //! a noisy machine shifts far less than the times themselves). A closure, the C ABI's
@@ -160,13 +167,24 @@ pub struct TuneOptions {
     pub parents: usize,
     /// [`Strategy::Search`]: measurements per round before the parents are chosen again.
     pub per_round: usize,
+    /// How many of the fastest measured candidates the confirmation round measures again,
+    /// with the default (module docs); 0 for no confirmation round. The round takes
+    /// `confirm + 1` measurements of the budget, and only when the budget holds them beyond
+    /// the default and `k` candidates.
+    pub confirm: usize,
+    /// After a confirmation round, the fraction by which a candidate must beat the default's
+    /// confirmation in both of its measurements to be picked over the default. It trades
+    /// gains smaller than the measurements' resolution for never picking a candidate that
+    /// resolution cannot tell from the default (BENCHMARKS.md §4 measures the choice). In
+    /// `[0, 1)`.
+    pub margin: f64,
     /// How TACO candidates become programs (threads, dense extent, layout limit).
     pub taco: TacoOptions,
 }
 
 impl Default for TuneOptions {
     /// A model-seeded search of 50 measurements: 10 seeds, rounds of 3 from the 2 fastest,
-    /// distinct programs.
+    /// distinct programs, the last 4 a confirmation round of the 3 fastest and the default.
     fn default() -> Self {
         Self {
             strategy: Strategy::Search,
@@ -178,13 +196,16 @@ impl Default for TuneOptions {
             distinct: true,
             parents: 2,
             per_round: 3,
+            confirm: 3,
+            margin: 0.02,
             taco: TacoOptions::default(),
         }
     }
 }
 
 impl TuneOptions {
-    /// The papers' loop: the `k` best and the default, every candidate as ranked.
+    /// The papers' loop: the `k` best and the default, every candidate as ranked, each
+    /// measured once.
     pub fn top_k(k: usize) -> Self {
         Self {
             strategy: Strategy::TopK,
@@ -194,6 +215,7 @@ impl TuneOptions {
                 time: None,
             },
             distinct: false,
+            confirm: 0,
             ..Self::default()
         }
     }
@@ -210,8 +232,11 @@ pub struct Measurement {
     pub rank: Option<usize>,
     /// Whether it is the toolchain's default.
     pub is_default: bool,
-    /// 0 for the default and the seeds (or the top k), then the search round.
+    /// 0 for the default and the seeds (or the top k), then the search round; the
+    /// confirmation round comes last.
     pub round: usize,
+    /// Whether this measures again a candidate measured earlier, in the confirmation round.
+    pub confirmation: bool,
     /// The time, or why it failed.
     pub result: Result<Measured, String>,
     /// Time since tuning started, when the measurement ended.
@@ -247,7 +272,10 @@ pub struct Tuned {
     pub measurements: Vec<Measurement>,
     /// Candidates passed over, in the order met.
     pub skipped: Vec<Skipped>,
-    /// Position in `measurements` of the best (lowest objective; ties: measured first).
+    /// Position in `measurements` of the pick. After a confirmation round with a successful
+    /// measurement: its fastest candidate that beat the default by [`TuneOptions::margin`] in
+    /// both of its measurements, else the default's confirmation. Otherwise the best of all
+    /// (lowest objective; ties: measured first).
     pub best: Option<usize>,
     /// Number of candidates the model ranked.
     pub ranked: usize,
@@ -259,9 +287,12 @@ impl Tuned {
         self.best.map(|b| &self.measurements[b])
     }
 
-    /// The default's measurement.
+    /// The default's measurement the pick was compared with: its last successful one (its
+    /// confirmation when it had one), else its last.
     pub fn default_measurement(&self) -> Option<&Measurement> {
-        self.measurements.iter().find(|m| m.is_default)
+        let mut defaults = self.measurements.iter().rev().filter(|m| m.is_default);
+        let last = defaults.clone().next();
+        defaults.find(|m| m.result.is_ok()).or(last)
     }
 
     /// How much faster the best ran than the default (`default / best` of their objectives).

@@ -39,6 +39,7 @@ pub fn tune<C: SpaceConfig>(
         tried: HashSet::new(),
         cursor: 0,
         start: Instant::now(),
+        reserve: confirmation_size(options),
     };
     match options.strategy {
         Strategy::TopK => {
@@ -51,7 +52,20 @@ pub fn tune<C: SpaceConfig>(
             run.search();
         }
     }
+    run.confirm();
     Ok(run.finish())
+}
+
+/// Measurements kept for the confirmation round: `confirm` candidates and the default, when
+/// the budget holds them beyond the default and `k` candidates.
+fn confirmation_size(options: &TuneOptions) -> usize {
+    let size = options.confirm.saturating_add(1);
+    let fits = options.budget.measurements >= options.k.saturating_add(1).saturating_add(size);
+    if options.confirm > 0 && fits {
+        size
+    } else {
+        0
+    }
 }
 
 /// Every candidate's score and its place in the model's ranking.
@@ -104,12 +118,15 @@ struct Run<'a, C: SpaceConfig> {
     /// Next position of the ranking walk.
     cursor: usize,
     start: Instant,
+    /// Measurements of the budget held back for the confirmation round.
+    reserve: usize,
 }
 
 impl<C: SpaceConfig> Run<'_, C> {
     fn budget_left(&self) -> bool {
         let b = &self.options.budget;
-        self.measurements.len() < b.measurements && b.time.is_none_or(|t| self.start.elapsed() < t)
+        self.measurements.len() + self.reserve < b.measurements
+            && b.time.is_none_or(|t| self.start.elapsed() < t)
     }
 
     fn measured_ranked(&self) -> usize {
@@ -210,12 +227,20 @@ impl<C: SpaceConfig> Run<'_, C> {
             Ok(p) => p,
             Err(e) => return self.skip(index, e.to_string()),
         };
+        self.measure(index, &program, round, false);
+        if let Some(k) = key {
+            self.keys.insert(k, index);
+        }
+    }
+
+    /// Runs candidate `index` (as `program`) through the measurer and records it.
+    fn measure(&mut self, index: usize, program: &str, round: usize, confirmation: bool) {
         let line = self.candidates.line(index).unwrap_or_default();
         let is_default = index == self.ranking.default;
         let request = MeasureRequest {
             index,
             line: &line,
-            program: &program,
+            program,
             is_default,
         };
         let result = self
@@ -231,11 +256,44 @@ impl<C: SpaceConfig> Run<'_, C> {
             rank: self.ranking.rank.get(index).copied().flatten(),
             is_default,
             round,
+            confirmation,
             result,
             elapsed: self.start.elapsed(),
         });
-        if let Some(k) = key {
-            self.keys.insert(k, index);
+    }
+
+    /// The confirmation round: the default, then the `confirm` fastest other candidates
+    /// (fastest first), measured again in the measurements held back for it. None when no
+    /// other candidate was measured successfully.
+    fn confirm(&mut self) {
+        if self.reserve == 0 {
+            return;
+        }
+        self.reserve = 0;
+        let mut fastest: Vec<(f64, usize)> = Vec::new();
+        for m in self.measurements.iter().filter(|m| !m.is_default) {
+            if let Some(v) = m.objective() {
+                if !fastest.iter().any(|&(_, i)| i == m.index) {
+                    fastest.push((v, m.index));
+                }
+            }
+        }
+        // Stable: ties keep the order measured.
+        fastest.sort_by(|a, b| a.0.total_cmp(&b.0));
+        fastest.truncate(self.options.confirm);
+        if fastest.is_empty() {
+            return;
+        }
+        let round = self.measurements.iter().map(|m| m.round).max().unwrap_or(0) + 1;
+        let again = std::iter::once(self.ranking.default).chain(fastest.iter().map(|&(_, i)| i));
+        for index in again.collect::<Vec<_>>() {
+            if !self.budget_left() {
+                break;
+            }
+            // Measured before, so it renders.
+            if let Ok(program) = self.ops.render(index) {
+                self.measure(index, &program, round, true);
+            }
         }
     }
 
@@ -244,6 +302,17 @@ impl<C: SpaceConfig> Run<'_, C> {
     }
 
     fn finish(self) -> Tuned {
+        let best = self.confirmed_pick().or_else(|| self.fastest());
+        Tuned {
+            measurements: self.measurements,
+            skipped: self.skipped,
+            best,
+            ranked: self.ranking.order.len(),
+        }
+    }
+
+    /// Position of the fastest measurement (ties: measured first).
+    fn fastest(&self) -> Option<usize> {
         let mut best: Option<(usize, f64)> = None;
         for (p, m) in self.measurements.iter().enumerate() {
             if let Some(v) = m.objective() {
@@ -252,11 +321,35 @@ impl<C: SpaceConfig> Run<'_, C> {
                 }
             }
         }
-        Tuned {
-            measurements: self.measurements,
-            skipped: self.skipped,
-            best: best.map(|(p, _)| p),
-            ranked: self.ranking.order.len(),
+        best.map(|(p, _)| p)
+    }
+
+    /// The pick of the confirmation round: the fastest confirmed candidate that beat the
+    /// default's confirmation by [`TuneOptions::margin`] in both of its measurements, else the
+    /// default's confirmation. `None` when the round measured nothing successfully.
+    fn confirmed_pick(&self) -> Option<usize> {
+        let round: Vec<(usize, &Measurement)> = self
+            .measurements
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.confirmation && m.objective().is_some())
+            .collect();
+        let default = round.iter().find(|(_, m)| m.is_default);
+        let bar = default
+            .and_then(|(_, m)| m.objective())
+            .map_or(f64::INFINITY, |d| d * (1.0 - self.options.margin));
+        let first = |index: usize| {
+            let earlier = self.measurements.iter().find(|m| m.index == index);
+            earlier.and_then(Measurement::objective)
+        };
+        let mut best: Option<(usize, f64)> = None;
+        for &(p, m) in round.iter().filter(|(_, m)| !m.is_default) {
+            let v = m.objective().unwrap_or(f64::INFINITY);
+            let worst = v.max(first(m.index).unwrap_or(v));
+            if worst <= bar && best.is_none_or(|(_, b)| v < b) {
+                best = Some((p, v));
+            }
         }
+        best.map(|(p, _)| p).or(default.map(|&(p, _)| p))
     }
 }

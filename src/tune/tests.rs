@@ -111,12 +111,15 @@ fn search_goes_on_from_the_fastest_and_beats_the_same_budget_of_top_k() {
     let search = tune(&model, &matrix, &cands, &ops, &options, &mut measure).unwrap();
     assert_eq!(search.measurements.len(), budget);
     assert!(search.measurements[0].is_default, "the default first");
-    assert_eq!(
-        search.measurements.iter().filter(|m| m.is_default).count(),
-        1
-    );
+    let first: Vec<&Measurement> = search
+        .measurements
+        .iter()
+        .filter(|m| !m.confirmation)
+        .collect();
+    assert_eq!(first.len(), budget - options.confirm - 1);
+    assert_eq!(first.iter().filter(|m| m.is_default).count(), 1);
     // Rounds after the seeds measure neighbours of candidates measured before them.
-    let later: Vec<&Measurement> = search.measurements.iter().filter(|m| m.round > 0).collect();
+    let later: Vec<&&Measurement> = first.iter().filter(|m| m.round > 0).collect();
     assert!(!later.is_empty());
     for m in &later {
         let before = &search.measurements[..search
@@ -134,12 +137,9 @@ fn search_goes_on_from_the_fastest_and_beats_the_same_budget_of_top_k() {
         );
     }
     // Distinct programs only.
-    let keys: std::collections::HashSet<String> = search
-        .measurements
-        .iter()
-        .map(|m| ops.key(m.index).unwrap())
-        .collect();
-    assert_eq!(keys.len(), search.measurements.len());
+    let keys: std::collections::HashSet<String> =
+        first.iter().map(|m| ops.key(m.index).unwrap()).collect();
+    assert_eq!(keys.len(), first.len());
     let mut measure = landscape(&cands);
     let top = TuneOptions {
         budget: Budget {
@@ -156,6 +156,202 @@ fn search_goes_on_from_the_fastest_and_beats_the_same_budget_of_top_k() {
         best(&search),
         best(&plain)
     );
+}
+
+/// A landscape where the first measurement of every candidate but the default is lucky (a
+/// third of its time) and later ones are not.
+fn lucky_once(
+    c: &SpaceCandidates<AnyConfig>,
+) -> impl FnMut(&MeasureRequest<'_>) -> Result<Measured, String> + '_ {
+    let mut seen = std::collections::HashSet::new();
+    let mut truth = landscape(c);
+    move |r: &MeasureRequest<'_>| {
+        let m = truth(r)?;
+        let lucky = !r.is_default && seen.insert(r.index);
+        Ok(Measured::ms(if lucky { m.ms / 3.0 } else { m.ms }))
+    }
+}
+
+#[test]
+fn the_confirmation_round_measures_the_fastest_again_and_picks_from_it() {
+    let pattern = band();
+    let (model, cands) = setup(&pattern);
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    let ops = ToolchainOps::new(&cands, "band").with_pattern(&pattern);
+    let options = TuneOptions {
+        k: 5,
+        budget: Budget {
+            measurements: 20,
+            time: None,
+        },
+        ..TuneOptions::default()
+    };
+    let mut measure = lucky_once(&cands);
+    let t = tune(&model, &matrix, &cands, &ops, &options, &mut measure).unwrap();
+    assert_eq!(t.measurements.len(), 20);
+    let (first, again) = t.measurements.split_at(20 - options.confirm - 1);
+    assert!(first.iter().all(|m| !m.confirmation));
+    assert!(again.iter().all(|m| m.confirmation));
+    assert!(again[0].is_default, "the default first");
+    assert!(again.windows(2).all(|w| w[0].round == w[1].round));
+    assert!(again[0].round > first.iter().map(|m| m.round).max().unwrap());
+    // The fastest three of the first measurements, fastest first.
+    let mut by_time: Vec<&Measurement> = first.iter().filter(|m| !m.is_default).collect();
+    by_time.sort_by(|a, b| a.ms().unwrap().total_cmp(&b.ms().unwrap()));
+    let want: Vec<usize> = by_time.iter().take(3).map(|m| m.index).collect();
+    let got: Vec<usize> = again[1..].iter().map(|m| m.index).collect();
+    assert_eq!(got, want);
+    // The pick and the speedup come from the confirmation round: the lucky first times are
+    // not believed.
+    let best = t.best_measurement().unwrap();
+    assert!(best.confirmation);
+    assert_eq!(
+        best.ms(),
+        again[1..].iter().filter_map(|m| m.ms()).reduce(f64::min)
+    );
+    assert!(t.default_measurement().unwrap().confirmation);
+    let speedup = t.speedup_over_default().unwrap();
+    assert_eq!(speedup, 10.0 / best.ms().unwrap());
+    assert!(speedup < 10.0 / by_time[0].ms().unwrap());
+}
+
+#[test]
+fn the_default_wins_unless_a_candidate_is_fast_twice() {
+    let pattern = band();
+    let (model, cands) = setup(&pattern);
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    let ops = LineOps::new(&cands);
+    // Every candidate runs at 12 ms, a third of that the first time; the default at 10 ms.
+    let measurer = || {
+        let mut seen = std::collections::HashSet::new();
+        move |r: &MeasureRequest<'_>| -> Result<Measured, String> {
+            let lucky = !r.is_default && seen.insert(r.index);
+            Ok(Measured::ms(match (r.is_default, lucky) {
+                (true, _) => 10.0,
+                (false, true) => 4.0,
+                (false, false) => 12.0,
+            }))
+        }
+    };
+    let mut measure = measurer();
+    let t = tune(
+        &model,
+        &matrix,
+        &cands,
+        &ops,
+        &TuneOptions::default(),
+        &mut measure,
+    )
+    .unwrap();
+    assert_eq!(t.measurements.len(), 50);
+    assert!(t.best_measurement().unwrap().is_default);
+    assert_eq!(t.speedup_over_default(), Some(1.0));
+    // Without confirmation the lucky first time wins.
+    let options = TuneOptions {
+        confirm: 0,
+        ..TuneOptions::default()
+    };
+    let mut measure = measurer();
+    let t = tune(&model, &matrix, &cands, &ops, &options, &mut measure).unwrap();
+    assert!(t.measurements.iter().all(|m| !m.confirmation));
+    assert_eq!(t.best_measurement().unwrap().ms(), Some(4.0));
+}
+
+#[test]
+fn the_margin_keeps_the_default_unless_a_candidate_is_clearly_faster_twice() {
+    let pattern = band();
+    let (model, cands) = setup(&pattern);
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    let ops = LineOps::new(&cands);
+    // The default takes 10 ms; candidate `near` 9.9 ms every time (within 2 % of it),
+    // candidate `once` 5 ms the first time and 10.5 after, everything else 20 ms.
+    let top = model.top_k_with_default(&matrix, &cands, 2).unwrap();
+    let (near, once) = (top.top()[0].index, top.top()[1].index);
+    let with_margin = |margin| {
+        let mut seen = std::collections::HashSet::new();
+        let mut measure = |r: &MeasureRequest<'_>| -> Result<Measured, String> {
+            let again = !seen.insert(r.index);
+            Ok(Measured::ms(match r.index {
+                _ if r.is_default => 10.0,
+                i if i == near => 9.9,
+                i if i == once && !again => 5.0,
+                i if i == once => 10.5,
+                _ => 20.0,
+            }))
+        };
+        let options = TuneOptions {
+            margin,
+            ..TuneOptions::default()
+        };
+        let t = tune(&model, &matrix, &cands, &ops, &options, &mut measure).unwrap();
+        let confirmed: Vec<usize> = t
+            .measurements
+            .iter()
+            .filter(|m| m.confirmation)
+            .map(|m| m.index)
+            .collect();
+        assert_eq!(confirmed[..3], [cands.default_index(), once, near]);
+        let best = t.best_measurement().unwrap();
+        assert!(best.confirmation);
+        (best.index, t.speedup_over_default().unwrap())
+    };
+    // 2 %: `near` is within it and `once` was slower the second time; the default stays.
+    assert_eq!(with_margin(0.02), (cands.default_index(), 1.0));
+    // No margin: `near`, faster both times; `once` is still out (slower than the default once).
+    assert_eq!(with_margin(0.0), (near, 10.0 / 9.9));
+}
+
+#[test]
+fn no_confirmation_round_without_room_or_results() {
+    let pattern = band();
+    let (model, cands) = setup(&pattern);
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    let ops = LineOps::new(&cands);
+    let options = |measurements| TuneOptions {
+        k: 5,
+        budget: Budget {
+            measurements,
+            time: None,
+        },
+        ..TuneOptions::default()
+    };
+    let mut measure = landscape(&cands);
+    // The default, 5 seeds and 4 for the round: room for it at 10, not at 9.
+    let t = tune(&model, &matrix, &cands, &ops, &options(10), &mut measure).unwrap();
+    assert_eq!(t.measurements.iter().filter(|m| m.confirmation).count(), 4);
+    let t = tune(&model, &matrix, &cands, &ops, &options(9), &mut measure).unwrap();
+    assert_eq!(t.measurements.len(), 9);
+    assert!(t.measurements.iter().all(|m| !m.confirmation));
+    // The papers' loop measures each candidate once.
+    let t = tune(
+        &model,
+        &matrix,
+        &cands,
+        &ops,
+        &TuneOptions::top_k(4),
+        &mut measure,
+    )
+    .unwrap();
+    assert!(t.measurements.iter().all(|m| !m.confirmation));
+    // Only the default ran: nothing to confirm, the budget's reserve unused.
+    let mut only_default = |r: &MeasureRequest<'_>| -> Result<Measured, String> {
+        if r.is_default {
+            Ok(Measured::ms(1.0))
+        } else {
+            Err("crashed".to_owned())
+        }
+    };
+    let t = tune(
+        &model,
+        &matrix,
+        &cands,
+        &ops,
+        &options(10),
+        &mut only_default,
+    )
+    .unwrap();
+    assert_eq!(t.measurements.len(), 6);
+    assert!(t.best_measurement().unwrap().is_default);
 }
 
 #[test]

@@ -123,8 +123,13 @@ pub struct TuneEntry {
     /// The candidate's ranking entry (rank, index, score, default, line, toolchain text).
     #[serde(flatten)]
     pub ranked: SpaceRankedEntry,
-    /// 0 for the default and the seeds (or the top k), then the search round.
+    /// 0 for the default and the seeds (or the top k), then the search round; the
+    /// confirmation round comes last.
     pub round: usize,
+    /// Whether this measures again a candidate measured earlier, in the confirmation round
+    /// that makes the pick ([`TuneOptions::confirm`](crate::tune::TuneOptions::confirm)).
+    #[serde(default)]
+    pub confirmation: bool,
     /// The measured time in milliseconds; `None` when the measurement failed.
     pub ms: Option<f64>,
     /// The interleaved baseline's time, when the measurer has one.
@@ -164,7 +169,9 @@ pub struct TuneReport {
     pub measurements: Vec<TuneEntry>,
     /// Candidates passed over without a measurement.
     pub skipped: Vec<SkippedEntry>,
-    /// The fastest measured candidate (the default included); `None` when all failed.
+    /// The pick ([`Tuned::best`](crate::tune::Tuned::best)): the fastest measured candidate
+    /// (the default included), or after a confirmation round the fastest that held up in it;
+    /// `None` when all failed.
     pub best_index: Option<usize>,
     /// Its time in milliseconds.
     pub best_ms: Option<f64>,
@@ -206,6 +213,7 @@ impl TuneReport {
                         toolchain: ops.render(m.index)?,
                     },
                     round: m.round,
+                    confirmation: m.confirmation,
                     ms: m.ms(),
                     baseline_ms: m.result.as_ref().ok().and_then(|r| r.baseline_ms),
                     ratio: m.result.as_ref().ok().and_then(|r| r.ratio),
