@@ -327,29 +327,19 @@ fn tune_search_picks_from_the_confirmation_round() {
 
 /// The toolchain default's index in `rank --space taco --max-split 2`.
 fn default_index(model: &str) -> String {
-    let out = dashrank(&[
-        "rank",
-        "--model",
-        model,
-        "--matrix",
-        MATRIX,
-        "--space",
-        "taco",
-        "--max-split",
-        "2",
-        "--top",
-        "1",
-        "--json",
-    ]);
-    let ranking: Value = serde_json::from_str(&ok(&out)).unwrap();
-    let entries = ranking[0]["entries"].as_array().unwrap();
-    let default = entries.iter().find(|e| e["is_default"] == true).unwrap();
+    let top = taco_top_3(model);
+    let default = top.iter().find(|e| e["is_default"] == true).unwrap();
     default["index"].as_u64().unwrap().to_string()
 }
 
 /// The index of the second of `rank --space taco --max-split 2 --top 3`.
 fn second_ranked_index(model: &str) -> String {
-    let first = dashrank(&[
+    taco_top_3(model)[1]["index"].as_u64().unwrap().to_string()
+}
+
+/// The entries of `rank --space taco --max-split 2 --top 3` (the default among them or last).
+fn taco_top_3(model: &str) -> Vec<Value> {
+    let out = dashrank(&[
         "rank",
         "--model",
         model,
@@ -363,11 +353,8 @@ fn second_ranked_index(model: &str) -> String {
         "3",
         "--json",
     ]);
-    let ranking: Value = serde_json::from_str(&ok(&first)).unwrap();
-    ranking[0]["entries"][1]["index"]
-        .as_u64()
-        .unwrap()
-        .to_string()
+    let ranking: Value = serde_json::from_str(&ok(&out)).unwrap();
+    ranking[0]["entries"].as_array().unwrap().clone()
 }
 
 /// The JSON report of `tune` of the same top 3 (and the default), the "runtime" the length
