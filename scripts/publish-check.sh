@@ -66,6 +66,21 @@ have=$("$PY" -c 'import importlib.metadata as m; print(m.version("apache-tvm-ffi
 target=$(cargo metadata --format-version 1 --no-deps | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')
 log=$target/publish-dry-run.log
 touch "$log.start"
+# The dry run verifies each crate against its workspace dependencies packaged into a local
+# registry under $target/package, and cargo unpacks those into $CARGO_HOME/registry/src/<hash of
+# that registry's path>/<crate>-<version>, reusing a directory a previous run left there: a
+# second run from the same checkout path would build against the first run's sources. Those
+# unpacked copies of this workspace's crates are removed first (crates.io's stay).
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+unpacked=$(cargo metadata --format-version 1 --no-deps | "$PY" -c '
+import json, sys
+print(" ".join(p["name"] + "-" + p["version"] for p in json.load(sys.stdin)["packages"]))')
+for crate in $unpacked; do
+  for dir in "$cargo_home"/registry/src/*/"$crate"; do
+    case "$dir" in */index.crates.io-*/*|*/github.com-*/*|*'*'*) continue ;; esac
+    rm -rf "$dir"
+  done
+done
 if ! PATH=$PWD/.venv/bin:$PATH cargo publish --workspace --dry-run --allow-dirty --locked "${o0[@]}" > "$log" 2>&1; then
   cat "$log" >&2
   echo "error: cargo publish --workspace --dry-run failed (above)" >&2
