@@ -12,7 +12,9 @@ result against a CSR reference before timing it):
   fastest, the last 4 of B measurements a confirmation round (the default and the 3 fastest
   measured again; the pick is the fastest of that round that beat the default by 2 % in both
   of its measurements, else the default); the best-so-far curve and the tuning time. With --unconfirmed, also the same search without the confirmation round
-  (`--confirm 0`: the pick is the fastest single measurement), for comparison.
+  (`--confirm 0`: the pick is the fastest single measurement), and with each --variant
+  NAME='FLAGS' the same search with FLAGS added (e.g. --variant ranked='--seeds ranked'), for
+  comparison in the same fresh run.
 - WACO's FixedCSR (TACO's CSR plus `bound`) with dashrank-taco-measure.
 - rank correlation: --sample schedules that stock TACO runs (WACO's measured lines where the
   matrix has them, topped up with random lines of the space; lines TACO refuses are passed
@@ -21,7 +23,9 @@ result against a CSR reference before timing it):
 
 The tuning runs only choose: every speedup in the table is TACO CSR time / pick time from one
 fresh run per matrix of dashrank-taco-measure with TACO's CSR and every pick interleaved (25
-rounds, medians). The search curve is the best-so-far of the tuning run's own ratios (the
+rounds, medians), each program on --instances instances of its operands (default 3; its time
+is the median over all of their samples): the same program's time moves by up to a third
+between two allocations of its operands (BENCHMARKS.md §4), so one instance is one draw. The search curve is the best-so-far of the tuning run's own ratios (the
 median over rounds of CSR time / candidate time, run back to back). Results go to
 OUT/<kernel>/<matrix>.*.json, OUT/measured/<KERNEL>/<matrix>.txt and OUT/summary.md.
 
@@ -184,10 +188,13 @@ def evaluate_tau(args, kernel):
 
 
 def confirm(args, kernel, matrix, programs):
-    """{program: ms} from one fresh interleaved run of TACO's CSR and every program given."""
+    """{program: ms} from one fresh interleaved run of TACO's CSR and every program given, each
+    on --instances instances of its operands (allocated anew for each; its time is the median
+    over all of their samples)."""
     progs = ["csr"] + [p for p in dict.fromkeys(programs) if p and p != "csr"]
     out = subprocess.run([args.measure, "--matrix", matrix, "--kernel", kernel, "--repeats", "25",
-                          "--max-seconds", "2"] + progs, capture_output=True, text=True)
+                          "--max-seconds", "2", "--instances", str(args.instances)] + progs,
+                         capture_output=True, text=True)
     if out.returncode != 0:
         print(f"  confirmation run failed: {out.stderr.strip()[-300:]}", file=sys.stderr)
         return {}
@@ -212,7 +219,8 @@ def bench_matrix(args, kernel, name):
     matrix = os.path.join(args.matrix_dir, f"{name}.csr")
     d = os.path.join(args.out, kernel)
     os.makedirs(d, exist_ok=True)
-    plain = distinct = unconfirmed = None
+    plain = distinct = None
+    variants = {}
     if not args.only_search:
         plain = tune(args, kernel, matrix, ["--strategy", "top-k", "--top", "20", "--all-programs", "--budget", "21"],
                      f"{d}/{name}.topk.json")
@@ -220,9 +228,9 @@ def bench_matrix(args, kernel, name):
                         f"{d}/{name}.distinct.json")
     search = tune(args, kernel, matrix, ["--strategy", "search", "--budget", str(args.budget)],
                   f"{d}/{name}.search.json")
-    if args.unconfirmed:
-        unconfirmed = tune(args, kernel, matrix, ["--strategy", "search", "--budget", str(args.budget),
-                                                  "--confirm", "0"], f"{d}/{name}.search-unconfirmed.json")
+    for label, flags in args.variants:
+        variants[label] = tune(args, kernel, matrix, ["--strategy", "search", "--budget", str(args.budget)]
+                               + flags, f"{d}/{name}.search-{label}.json")
     picks = {"fixed": FIXED_CSR[kernel]}
     if plain:
         picks["top1"] = best_program(plain, 1)
@@ -233,11 +241,12 @@ def bench_matrix(args, kernel, name):
             picks[f"dtop{k}"] = best_program(distinct, k)
     if search:
         picks["search"] = picked_program(search)
-    if unconfirmed:
-        picks["unconfirmed"] = picked_program(unconfirmed)
+    for label, report in variants.items():
+        if report:
+            picks[label] = picked_program(report)
     times = confirm(args, kernel, matrix, list(picks.values()))
     csr = times.get("csr")
-    row = {"matrix": name, "csr_ms": csr, "picks": picks}
+    row = {"matrix": name, "csr_ms": csr, "picks": picks, "instances": args.instances}
     for key, prog in picks.items():
         row[key] = csr / times[prog] if csr and prog in times else None
     if search:
@@ -258,12 +267,12 @@ def fmt(x, digits=2):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
-def summary(rows, kernel, taus, budget):
-    cols = ["top1", "top5", "top10", "top20", "dtop5", "dtop10", "dtop20", "search", "unconfirmed"]
+def summary(rows, kernel, taus, budget, variants):
+    cols = ["top1", "top5", "top10", "top20", "dtop5", "dtop10", "dtop20", "search"] + [v for v, _ in variants]
     lines = [f"### {UPPER[kernel]}", "",
              "| matrix | CSR ms | FixedCSR | top-1 | top-5 | top-10 | top-20 | distinct top-5 | top-10 | top-20 "
-             f"| search ({budget}) | search, unconfirmed | measured | tuning s | tau |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"| search ({budget}) | " + "".join(f"search, {v} | " for v, _ in variants) + "measured | tuning s | tau |",
+             "|---|" + "---:|" * (len(cols) + 5)]
     for r in rows:
         tau = taus.get(r["matrix"], {}).get("kendall_tau")
         lines.append(f"| {r['matrix']} | {fmt(r.get('csr_ms'), 3)} | {fmt(r.get('fixed'))} | "
@@ -301,11 +310,21 @@ def main():
     p.add_argument("--budget", type=int, default=50)
     p.add_argument("--sample", type=int, default=100)
     p.add_argument("--out", default=f"{ROOT}/target/bench-taco")
-    p.add_argument("--fresh", action="store_true", help="re-measure what OUT already holds")
+    p.add_argument("--fresh", action="store_true", help="tune again what OUT already holds (else only the fresh run is redone)")
+    p.add_argument("--instances", type=int, default=3,
+                   help="operand instances per program in the fresh run (their median is its time)")
     p.add_argument("--only-search", action="store_true", help="skip the two top-k tunes")
     p.add_argument("--unconfirmed", action="store_true",
                    help="also run the search without its confirmation round (--confirm 0)")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME='FLAGS'",
+                   help="also run the search with FLAGS added, reported as column NAME")
     args = p.parse_args()
+    args.variants = [("unconfirmed", ["--confirm", "0"])] if args.unconfirmed else []
+    for v in args.variant:
+        label, sep, flags = v.partition("=")
+        if not sep or not label:
+            p.error(f"--variant {v!r}: expected NAME='FLAGS'")
+        args.variants.append((label, flags.split()))
     args.matrix_dir = os.path.join(args.shared, "data/waco/matrices")
     names = sorted(f[:-4] for f in os.listdir(args.matrix_dir) if f.endswith(".csr"))
     if args.matrices != "all":
@@ -319,10 +338,11 @@ def main():
             rows.append(bench_matrix(args, kernel, name))
             r = rows[-1]
             print(f"   CSR {fmt(r.get('csr_ms'), 3)} ms, FixedCSR {fmt(r.get('fixed'))}x, top-1 {fmt(r.get('top1'))}x, "
-                  f"top-20 {fmt(r.get('top20'))}x, search {fmt(r.get('search'))}x (unconfirmed {fmt(r.get('unconfirmed'))}x) in {r.get('search_n')} "
+                  f"top-20 {fmt(r.get('top20'))}x, search {fmt(r.get('search'))}x"
+                  + "".join(f" ({v} {fmt(r.get(v))}x)" for v, _ in args.variants) + f" in {r.get('search_n')} "
                   f"measurements, {fmt(r.get('search_s'), 0)} s", flush=True)
         taus = evaluate_tau(args, kernel) if args.sample > 0 else {}
-        parts.append(summary(rows, kernel, taus, args.budget))
+        parts.append(summary(rows, kernel, taus, args.budget, args.variants))
         with open(os.path.join(args.out, f"rows-{kernel}.json"), "w") as f:
             json.dump(rows, f, indent=1)
     text = "\n\n".join(parts)

@@ -120,9 +120,12 @@ if [ $taco_status -eq 0 ]; then
   .venv/bin/python scripts/taco-check.py --taco "$taco_prefix" --matrices mhd4800a,cavity24 \
     --kernels spmm,sddmm,spmv --top 5
   for kernel in spmm sddmm spmv; do
+    # SpMV's tune also runs one seed per loop order and two operand instances per program.
+    extra=()
+    [ "$kernel" = spmv ] && extra=(--seeds-per-family 1 --instances 2)
     target/release/dashrank tune --model "models/waco-$kernel" --space taco --measurer taco \
       --matrix "$SHARED/data/waco/matrices/mhd4800a.csr" --budget 8 --top 3 --format json \
-      > "target/taco/tune-$kernel.json"
+      "${extra[@]}" > "target/taco/tune-$kernel.json"
     .venv/bin/python - "target/taco/tune-$kernel.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -136,6 +139,13 @@ print(f"{r['space']}: {len(ms)} measured through stock TACO, best {r['best_ms']:
       f"{r['speedup_over_default']:.2f}x TACO's CSR")
 PY
   done
+  # Operand instances: three per program time; none is refused as a bad argument (exit 2).
+  measure=(target/taco/dashrank-taco-measure --matrix "$SHARED/data/waco/matrices/mhd4800a.csr" --kernel spmv)
+  lines=$("${measure[@]}" --instances 3 csr "1 1 i1 i0 k1 k0 1 1 0 1 i1 48 128" | wc -l)
+  [ "$lines" = 2 ] || { echo "dashrank-taco-measure --instances 3 printed $lines times, not 2"; exit 1; }
+  status=0
+  "${measure[@]}" --instances 0 csr 2> /dev/null || status=$?
+  [ $status = 2 ] || { echo "dashrank-taco-measure --instances 0 exited $status, not 2"; exit 1; }
 elif [ $taco_status -eq 3 ]; then
   echo "skipping the TACO section: ../shared/vendor/taco-*.tar.gz is not beside the checkout"
 else

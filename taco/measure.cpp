@@ -13,7 +13,10 @@
 // warm-up runs, then rounds in which every schedule of the call runs once, interleaved, until
 // --repeats rounds or --max-seconds. Printed: the median milliseconds of each schedule, one
 // per line, in argument order. With --baseline, TACO's CSR program runs interleaved too and
-// its median goes to stderr (`baseline csr: <ms> ms`).
+// its median goes to stderr (`baseline csr: <ms> ms`). With --instances N, each schedule runs
+// on N instances of its operands (packed and allocated anew, sharing one compiled kernel),
+// interleaved, and its median is over all of their samples: where the operands land moves
+// some programs' times by a third between two allocations.
 //
 // OpenMP threads are bound to cores (OMP_PROC_BIND=true, OMP_PLACES=cores) unless OMP_PROC_BIND
 // is set: unbound, two threads sometimes shared one core of a 2-core VM and a kernel of tens of
@@ -51,6 +54,9 @@ namespace {
 
 using namespace dashrank_taco_support;
 
+// Operand instances one schedule may be timed on (each holds a copy of its operands).
+constexpr int MAX_INSTANCES = 16;
+
 struct Options {
   std::string matrix;
   uint32_t kernel = DASHRANK_KERNEL_SPMM;
@@ -61,6 +67,7 @@ struct Options {
   double max_seconds = 2.0;
   bool baseline = false;
   bool serve = false;
+  int instances = 1;
   std::string kernel_source;
   std::vector<std::string> schedules;
 };
@@ -69,7 +76,7 @@ struct Options {
   std::cerr << "error: " << why << "\n"
             << "usage: dashrank-taco-measure --matrix M.csr|M.mtx --kernel spmm|sddmm|spmv\n"
                "         [--threads N] [--dense N] [--repeats R] [--warmup W] [--max-seconds S]\n"
-               "         [--baseline] [--kernel-source FILE.c] (--serve | SCHEDULE...)\n"
+               "         [--instances N] [--baseline] [--kernel-source FILE.c] (--serve | SCHEDULE...)\n"
                "SCHEDULE: a SuperSchedule line, csr, or a `taco ...` command line from dashrank\n";
   std::exit(2);
 }
@@ -97,6 +104,7 @@ Options parse_args(int argc, char **argv) {
       else if (a == "--max-seconds") o.max_seconds = std::stod(value());
       else if (a == "--baseline") o.baseline = true;
       else if (a == "--serve") o.serve = true;
+      else if (a == "--instances") o.instances = std::stoi(value());
       else if (a == "--kernel-source") o.kernel_source = value();
       else if (a.rfind("--", 0) == 0) usage("unknown option " + a);
       else o.schedules.push_back(a);
@@ -106,6 +114,7 @@ Options parse_args(int argc, char **argv) {
   }
   if (o.matrix.empty()) usage("--matrix is required");
   if (o.repeats < 1 || o.warmup < 0 || !(o.max_seconds > 0)) usage("bad --repeats/--warmup/--max-seconds");
+  if (o.instances < 1 || o.instances > MAX_INSTANCES) usage("--instances must be 1 to " + std::to_string(MAX_INSTANCES));
   if (o.serve == !o.schedules.empty()) usage("give schedules or --serve (not both)");
   return o;
 }
@@ -124,8 +133,10 @@ dashrank_taco_options taco_options(const Options &o) {
   return t;
 }
 
-// Builds, runs once and checks one schedule; throws with the reason when it fails.
-Measured prepare(const std::string &schedule, const Csr &m, const Reference &ref, const Options &o) {
+// Builds, runs once and checks one instance of a schedule; throws with the reason when it
+// fails. An instance after the first (`first` given) reuses the first's compiled kernel.
+Measured prepare(const std::string &schedule, const Csr &m, const Reference &ref, const Options &o,
+                 const Measured *first = nullptr) {
   dashrank_taco_options t = taco_options(o);
   auto program = schedule == "csr" ? dashrank::taco::Program::csr(o.kernel, m.rows, m.cols, &t)
                  : schedule.rfind("taco ", 0) == 0
@@ -138,7 +149,9 @@ Measured prepare(const std::string &schedule, const Csr &m, const Reference &ref
     return row < rows && col < cols ? dense_value(tensor, row, col) : 0.0f;
   };
   Measured out{dashrank::taco::declare(program, packed, fill), {}};
-  if (o.kernel_source.empty() || schedule == "csr")
+  if (first && o.kernel_source.empty())
+    out.kernel.compiled = first->kernel.compiled;
+  else if (o.kernel_source.empty() || schedule == "csr")
     out.kernel.compile();
   else
     out.kernel.compile_source(o.kernel_source);
@@ -155,12 +168,45 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// The candidate's time over the baseline's, round by round (the two ran back to back).
-std::vector<double> ratios(const std::vector<double> &a, const std::vector<double> &b) {
-  std::vector<double> r;
-  for (size_t i = 0; i < a.size() && i < b.size(); i++) r.push_back(b[i] > 0 ? a[i] / b[i] : 0);
-  return r;
-}
+// One schedule on --instances instances: its operands packed and allocated anew for each, so
+// that its time is not one draw of where they landed (which moves some programs' times by a
+// third; BENCHMARKS.md §4).
+struct Instances {
+  std::vector<std::unique_ptr<Measured>> all;
+
+  Instances(const std::string &schedule, const Csr &m, const Reference &ref, const Options &o) {
+    for (int i = 0; i < o.instances; i++)
+      all.push_back(std::make_unique<Measured>(prepare(schedule, m, ref, o, i ? all[0].get() : nullptr)));
+  }
+  void add_to(std::vector<Measured *> &set) const {
+    for (const auto &x : all) set.push_back(x.get());
+  }
+  // The median over every instance's samples.
+  double ms() const {
+    std::vector<double> v;
+    for (const auto &x : all) v.insert(v.end(), x->ms.begin(), x->ms.end());
+    return median(v);
+  }
+  // The median over rounds of this schedule's mean time over its instances, over `base`'s
+  // mean in the same round (both means over placements, the pairing against the machine's
+  // drift).
+  double ratio(const Instances &base) const {
+    auto mean_of_round = [](const Instances &x, size_t r) {
+      double sum = 0;
+      for (const auto &i : x.all) sum += i->ms[r];
+      return sum / static_cast<double>(x.all.size());
+    };
+    std::vector<double> v;
+    for (size_t r = 0; r < all[0]->ms.size() && r < base.all[0]->ms.size(); r++) {
+      double b = mean_of_round(base, r);
+      v.push_back(b > 0 ? mean_of_round(*this, r) / b : 0);
+    }
+    return median(v);
+  }
+  void clear() {
+    for (auto &x : all) x->ms.clear();
+  }
+};
 
 // A timed sample runs a kernel this long at least, back to back (a kernel of tens of
 // microseconds is timed over several runs, as an iterative solver calls it).
@@ -190,18 +236,19 @@ void time_interleaved(std::vector<Measured *> &set, const Options &o) {
 }
 
 int serve(const Csr &m, const Reference &ref, const Options &o) {
-  std::unique_ptr<Measured> csr;
-  if (o.baseline) csr = std::make_unique<Measured>(prepare("csr", m, ref, o));
+  std::unique_ptr<Instances> csr;
+  if (o.baseline) csr = std::make_unique<Instances>("csr", m, ref, o);
   std::cout << "ready" << std::endl;
   std::string line;
   while (std::getline(std::cin, line)) {
     try {
-      Measured cand = prepare(line, m, ref, o);
-      std::vector<Measured *> set{&cand};
-      if (csr) csr->ms.clear(), set.push_back(csr.get());
+      Instances cand(line, m, ref, o);
+      std::vector<Measured *> set;
+      cand.add_to(set);
+      if (csr) csr->clear(), csr->add_to(set);
       time_interleaved(set, o);
-      std::cout << "ok " << median(cand.ms);
-      if (csr) std::cout << " " << median(csr->ms) << " " << median(ratios(cand.ms, csr->ms));
+      std::cout << "ok " << cand.ms();
+      if (csr) std::cout << " " << csr->ms() << " " << cand.ratio(*csr);
       std::cout << std::endl;
     } catch (const std::exception &e) {
       std::string why = e.what();
@@ -229,14 +276,14 @@ int main(int argc, char **argv) {
     Csr m = read_matrix(o.matrix);
     Reference ref = reference(m, o.kernel, o.dense);
     if (o.serve) return serve(m, ref, o);
-    std::vector<std::unique_ptr<Measured>> owned;
-    for (const auto &s : o.schedules) owned.push_back(std::make_unique<Measured>(prepare(s, m, ref, o)));
-    if (o.baseline) owned.push_back(std::make_unique<Measured>(prepare("csr", m, ref, o)));
+    std::vector<std::unique_ptr<Instances>> owned;
+    for (const auto &s : o.schedules) owned.push_back(std::make_unique<Instances>(s, m, ref, o));
+    if (o.baseline) owned.push_back(std::make_unique<Instances>("csr", m, ref, o));
     std::vector<Measured *> set;
-    for (auto &p : owned) set.push_back(p.get());
+    for (auto &p : owned) p->add_to(set);
     time_interleaved(set, o);
-    for (size_t i = 0; i < o.schedules.size(); i++) std::printf("%.6f\n", median(owned[i]->ms));
-    if (o.baseline) std::fprintf(stderr, "baseline csr: %.6f ms\n", median(owned.back()->ms));
+    for (size_t i = 0; i < o.schedules.size(); i++) std::printf("%.6f\n", owned[i]->ms());
+    if (o.baseline) std::fprintf(stderr, "baseline csr: %.6f ms\n", owned.back()->ms());
     return 0;
   } catch (const std::exception &e) {
     std::cerr << "error: " << e.what() << std::endl;

@@ -183,15 +183,16 @@ pub struct RankArgs {
 
 #[derive(Args)]
 #[command(after_help = "\
-Strategies: `search` (default) measures the toolchain default, the --top best candidates
-(seeds), then rounds of the neighbours of the fastest measured ones (a split doubled or halved,
-two adjacent loops swapped, a format flag flipped, the chunk doubled or halved), ranked by the
-model, until --budget measurements (the default's included) or --budget-time, the last
---confirm + 1 of them a confirmation round that measures the default and the --confirm fastest
-again and picks the fastest of that round that beat the default by --margin in both of its
-measurements, else the default (the best of many noisy times is partly luck);
-`top-k` measures the --top best, then the default. Candidates whose TACO program a measured one already has are
-skipped (--all-programs measures them), as are TACO layouts over the size limit.
+Strategies: `search` (default) measures the toolchain default, --top seeds (the model's
+best-ranked candidates, at most --seeds-per-family of one loop order), then rounds of the
+neighbours of the fastest measured ones (a split doubled or halved, two adjacent loops swapped,
+a format flag flipped, the chunk doubled or halved), ranked by the model, until --budget
+measurements (the default's included) or --budget-time, the last --confirm + 1 of them a
+confirmation round that measures the default and the --confirm fastest again and picks the
+fastest of that round that beat the default by --margin in both of its measurements, else the
+default (the best of many noisy times is partly luck); `top-k` measures the --top best, then
+the default. Candidates whose TACO program a measured one already has are skipped
+(--all-programs measures them), as are TACO layouts over the size limit.
 
 Measurers: `--measurer taco` runs each program through stock TACO with dashrank-taco-measure
 (build it: bash scripts/taco-tools.sh), checks it against a CSR reference and times it
@@ -234,6 +235,9 @@ pub struct TuneArgs {
     /// The best-ranked candidates measured first (search: the seeds).
     #[arg(long, default_value_t = 10)]
     pub top: usize,
+    /// Search: the most seeds of one loop order (0: no limit, the --top best-ranked).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seeds_per_family: usize,
     /// Most measurements, the default's included.
     #[arg(long, default_value_t = 50)]
     pub budget: usize,
@@ -264,6 +268,11 @@ pub struct TuneArgs {
     /// --measurer taco: seconds after which a candidate's rounds stop (at least 3 rounds).
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub measure_seconds: f64,
+    /// --measurer taco: instances of each program's operands (and of TACO's CSR), each
+    /// allocated anew, timed interleaved: where operands land moves some programs' times by a
+    /// third, so one instance is one draw (1 to 16).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub instances: u32,
     /// Write every successful measurement as `<line> = <ms>` (WACO's collected format, which
     /// `dashrank eval` reads) to this file.
     #[arg(long, value_name = "FILE")]
@@ -283,7 +292,7 @@ pub enum MeasurerArg {
 /// Tuning strategies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StrategyArg {
-    /// The default, the best --top, then neighbours of the fastest.
+    /// The default, --top seeds, then neighbours of the fastest.
     Search,
     /// The best --top, then the default.
     TopK,

@@ -55,6 +55,8 @@ pub struct TacoMeasureConfig {
     /// Most timing rounds per measurement, and the seconds after which rounds stop.
     pub repeats: u32,
     pub seconds: f64,
+    /// Operand instances per program (and of TACO's CSR).
+    pub instances: u32,
 }
 
 /// A running `dashrank-taco-measure --serve --baseline`.
@@ -98,6 +100,7 @@ impl TacoMeasurer {
         ]);
         cmd.args(["--repeats", &c.repeats.to_string()]);
         cmd.args(["--max-seconds", &c.seconds.to_string()]);
+        cmd.args(["--instances", &c.instances.to_string()]);
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -89,6 +89,9 @@ fn tune_options(args: &TuneArgs) -> Result<TuneOptions> {
     if !(0.0..1.0).contains(&args.margin) {
         bail!("--margin {} must be a fraction in [0, 1)", args.margin);
     }
+    if !(1..=16).contains(&args.instances) {
+        bail!("--instances {} must be 1 to 16", args.instances);
+    }
     if args.budget == 0 {
         bail!("--budget must be at least 1 (the default is always measured)");
     }
@@ -101,6 +104,7 @@ fn tune_options(args: &TuneArgs) -> Result<TuneOptions> {
         confirm: args.confirm.unwrap_or(confirm),
         margin: args.margin,
         k: args.top,
+        seeds_per_family: args.seeds_per_family,
         budget: Budget {
             measurements: args.budget,
             time: args
@@ -140,6 +144,7 @@ fn measurer(
         timeout,
         repeats: args.repeats,
         seconds: args.measure_seconds,
+        instances: args.instances,
     };
     Ok(Box::new(TacoMeasurer::start(config)?))
 }

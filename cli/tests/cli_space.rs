@@ -325,6 +325,51 @@ fn tune_search_picks_from_the_confirmation_round() {
     assert_eq!(report["best_ms"].as_f64(), Some(1.0));
 }
 
+#[test]
+fn tune_seeds_per_family_spreads_the_seeds_over_loop_orders() {
+    let model = fixture("tiny-waco-spmm");
+    let seed_orders = |per_family: &str| -> Vec<String> {
+        let args = format!(
+            "tune --model {model} --matrix {MATRIX} --space taco --max-split 2 --top 4 \
+             --budget 5 --seeds-per-family {per_family} --format json"
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_dashrank"))
+            .current_dir(repo())
+            .args(args.split(' '))
+            .args(["--measure-cmd", "true {}; echo 1"])
+            .args(backend_args())
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_str(&ok(&out)).unwrap();
+        let ms = report["measurements"].as_array().unwrap();
+        let seeds: Vec<&Value> = ms.iter().filter(|m| m["is_default"] == false).collect();
+        assert_eq!(seeds.len(), 4, "{report}");
+        // SpMM lines: 3 splits, then the 6 loops.
+        let order = |m: &&Value| {
+            let line = m["line"].as_str().unwrap();
+            line.split(' ')
+                .skip(3)
+                .take(6)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        seeds.iter().map(order).collect()
+    };
+    let one = seed_orders("1");
+    let distinct: std::collections::HashSet<&String> = one.iter().collect();
+    assert_eq!(distinct.len(), 4, "one seed per loop order: {one:?}");
+    let ranked = seed_orders("0");
+    assert_eq!(ranked[0], one[0], "both start at the model's best");
+    assert!(
+        ranked
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+            < 4,
+        "{ranked:?}"
+    );
+}
+
 /// The toolchain default's index in `rank --space taco --max-split 2`.
 fn default_index(model: &str) -> String {
     let top = taco_top_3(model);

@@ -415,7 +415,7 @@ class Model:
             k: ``search``: the best-ranked candidates measured first (the seeds);
                 ``top-k``: the candidates measured.
             measure: The measuring callable.
-            strategy: ``search`` measures the default, the ``k`` best, then rounds of the
+            strategy: ``search`` measures the default, the ``k`` seeds, then rounds of the
                 neighbours of the fastest measured (TACO), and in its last 4 measurements the
                 default and the 3 fastest again (a confirmation round: the best of many noisy
                 times is partly luck), picking the fastest of those that beat the default by

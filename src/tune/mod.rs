@@ -6,11 +6,12 @@
 //! as MetaSchedule-style autotuners use a frozen cost model:
 //!
 //! - [`Strategy::TopK`]: measure the `k` best candidates, then the default (the papers' loop);
-//! - [`Strategy::Search`]: measure the default, then the `k` best candidates (the *seeds*),
-//!   then rounds: the neighbours of the fastest measured candidates in the space (a split
-//!   doubled or halved, two adjacent loops swapped, a format flag flipped, the chunk doubled
-//!   or halved; [`CandidateOps::neighbours`]), ranked by the model, the best of them
-//!   measured; when no neighbour is left, the next candidates of the ranking.
+//! - [`Strategy::Search`]: measure the default, then `k` *seeds* (the best-ranked candidates,
+//!   optionally at most [`TuneOptions::seeds_per_family`] of one loop order), then rounds: the
+//!   neighbours of the fastest measured candidates in the space (a split doubled or halved, two
+//!   adjacent loops swapped, a format flag flipped, the chunk doubled or halved;
+//!   [`CandidateOps::neighbours`]), ranked by the model, the best of them measured; when no
+//!   neighbour is left, the next candidates of the ranking.
 //!
 //! Both stop at the [`Budget`] (a count of measurements, the default's included, and
 //! optionally a time). With [`TuneOptions::distinct`], a candidate whose program another
@@ -148,7 +149,8 @@ pub struct Budget {
 pub enum Strategy {
     /// The `k` best, then the default.
     TopK,
-    /// The default, the `k` best, then neighbours of the fastest.
+    /// The default, `k` seeds ([`TuneOptions::seeds_per_family`]), then neighbours of the
+    /// fastest.
     Search,
 }
 
@@ -159,6 +161,13 @@ pub struct TuneOptions {
     pub strategy: Strategy,
     /// [`Strategy::TopK`]: candidates measured; [`Strategy::Search`]: seeds.
     pub k: usize,
+    /// [`Strategy::Search`]: the most seeds of one family ([`CandidateOps::family`]; for
+    /// TACO, a loop order); 0 for no limit, the `k` best-ranked candidates. The seeds are the
+    /// best-ranked candidates within the limit. A model's top candidates often share one or
+    /// two loop orders, and neighbour steps rarely carry a search far from its seeds' loop
+    /// orders: the limit trades depth in the best-ranked loop orders for more of them
+    /// (BENCHMARKS.md §4 measures it). [`Strategy::TopK`] measures the ranking as it is.
+    pub seeds_per_family: usize,
     /// The budget ([`Strategy::TopK`] stops after `k` + the default at the latest).
     pub budget: Budget,
     /// Skip candidates whose program a measured candidate already has.
@@ -183,12 +192,14 @@ pub struct TuneOptions {
 }
 
 impl Default for TuneOptions {
-    /// A model-seeded search of 50 measurements: 10 seeds, rounds of 3 from the 2 fastest,
-    /// distinct programs, the last 4 a confirmation round of the 3 fastest and the default.
+    /// A model-seeded search of 50 measurements: the 10 best-ranked distinct programs as seeds,
+    /// rounds of 3 from the 2 fastest, distinct programs, the last 4 a confirmation round of the 3 fastest and
+    /// the default.
     fn default() -> Self {
         Self {
             strategy: Strategy::Search,
             k: 10,
+            seeds_per_family: 0,
             budget: Budget {
                 measurements: 50,
                 time: None,

@@ -39,6 +39,15 @@ pub trait CandidateOps {
         let _ = index;
         Vec::new()
     }
+
+    /// The family of candidate `index` for
+    /// [`TuneOptions::seeds_per_family`](super::TuneOptions::seeds_per_family): candidates
+    /// of one family share the structure neighbour steps rarely leave (for TACO, the loop
+    /// order). `None` (the default) puts each candidate in a family of its own.
+    fn family(&self, index: usize) -> Option<String> {
+        let _ = index;
+        None
+    }
 }
 
 /// Candidates of any space, by their lines: the form is the line the head parsed, no
@@ -64,7 +73,8 @@ impl<C: SpaceConfig> CandidateOps for LineOps<'_, C> {
 /// ([`SpaceCandidates::render_with`]); for TACO: distinct by program, refused when stock TACO
 /// cannot build their program ([`TacoProgram::stock_taco_limit`](crate::program::taco::TacoProgram::stock_taco_limit))
 /// or their layout of the matrix is too large ([`with_pattern`](Self::with_pattern)), with
-/// WACO-space neighbours ([`crate::schedule::space::SuperSchedule::neighbours`]).
+/// WACO-space neighbours ([`crate::schedule::space::SuperSchedule::neighbours`]) and their
+/// loop order as their family.
 pub struct ToolchainOps<'a> {
     candidates: &'a SpaceCandidates<AnyConfig>,
     name: String,
@@ -141,5 +151,12 @@ impl CandidateOps for ToolchainOps<'_> {
             .into_iter()
             .filter_map(|n| self.candidates.index_of(&AnyConfig::Taco(n)))
             .collect()
+    }
+
+    fn family(&self, index: usize) -> Option<String> {
+        match self.candidates.config(index)? {
+            AnyConfig::Taco(s) => Some(s.order.join(" ")),
+            _ => None,
+        }
     }
 }

@@ -48,7 +48,7 @@ pub fn tune<C: SpaceConfig>(
         }
         Strategy::Search => {
             run.measure_default();
-            run.walk_ranking(options.k, 0);
+            run.seed(options.k, options.seeds_per_family);
             run.search();
         }
     }
@@ -151,6 +151,32 @@ impl<C: SpaceConfig> Run<'_, C> {
             let i = self.ranking.order[self.cursor];
             self.cursor += 1;
             self.consider(i, round);
+        }
+    }
+
+    /// Walks the ranking until `want` ranked candidates are measured, at most `per_family`
+    /// of one family (0: no limit), passing over candidates of a full family (they stay in
+    /// the ranking for later walks).
+    fn seed(&mut self, want: usize, per_family: usize) {
+        if per_family == 0 {
+            return self.walk_ranking(want, 0);
+        }
+        let target = self.measured_ranked() + want;
+        let mut seeded: HashMap<String, usize> = HashMap::new();
+        for &i in &self.ranking.order {
+            if self.measured_ranked() >= target || !self.budget_left() {
+                break;
+            }
+            let family = self.ops.family(i);
+            let full = |f: &String| seeded.get(f).is_some_and(|&n| n >= per_family);
+            if family.as_ref().is_some_and(full) {
+                continue;
+            }
+            let measured = self.measurements.len();
+            self.consider(i, 0);
+            if let Some(f) = family.filter(|_| self.measurements.len() > measured) {
+                *seeded.entry(f).or_default() += 1;
+            }
         }
     }
 

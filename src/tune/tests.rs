@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::*;
+use crate::model::MatrixEmbedding;
 use crate::rank::{CostModel, SpaceCandidates};
 use crate::schedule::space::{
     AnyConfig, AnySpace, LevelFormat, MatrixShape, SuperSchedule, TacoSpace,
@@ -32,12 +33,31 @@ fn band() -> CsrPattern {
     CsrPattern::new(n, n, row_ptr, col_idx).unwrap()
 }
 
-fn setup(pattern: &CsrPattern) -> (Model, SpaceCandidates<AnyConfig>) {
+/// The band, the fixture model, a small WACO SpMM space prepared for it, and its embedding.
+fn fixture() -> (
+    CsrPattern,
+    Model,
+    SpaceCandidates<AnyConfig>,
+    MatrixEmbedding,
+) {
+    prepared(band())
+}
+
+/// `pattern`, the fixture model, a small WACO SpMM space prepared for it, and its embedding.
+fn prepared(
+    pattern: CsrPattern,
+) -> (
+    CsrPattern,
+    Model,
+    SpaceCandidates<AnyConfig>,
+    MatrixEmbedding,
+) {
     let model = model();
     let space = AnySpace::from(TacoSpace::waco_up_to(Kernel::SpMM, 8, 8));
     let cands =
-        crate::workflow::prepare(&model, None, &space, &MatrixShape::from(pattern)).unwrap();
-    (model, cands)
+        crate::workflow::prepare(&model, None, &space, &MatrixShape::from(&pattern)).unwrap();
+    let matrix = model.embed_matrix(&pattern).unwrap();
+    (pattern, model, cands, matrix)
 }
 
 /// A runtime landscape over SuperSchedules: faster with larger i and k splits and dense inner
@@ -68,9 +88,7 @@ fn cost(s: &SuperSchedule) -> f64 {
 
 #[test]
 fn top_k_measures_the_ranking_then_the_default() {
-    let pattern = band();
-    let (model, cands) = setup(&pattern);
-    let matrix = model.embed_matrix(&pattern).unwrap();
+    let (_, model, cands, matrix) = fixture();
     let ops = LineOps::new(&cands);
     let top = model.top_k_with_default(&matrix, &cands, 4).unwrap();
     let mut measure = landscape(&cands);
@@ -94,9 +112,7 @@ fn top_k_measures_the_ranking_then_the_default() {
 
 #[test]
 fn search_goes_on_from_the_fastest_and_beats_the_same_budget_of_top_k() {
-    let pattern = band();
-    let (model, cands) = setup(&pattern);
-    let matrix = model.embed_matrix(&pattern).unwrap();
+    let (pattern, model, cands, matrix) = fixture();
     let ops = ToolchainOps::new(&cands, "band").with_pattern(&pattern);
     let budget = 30;
     let options = TuneOptions {
@@ -174,9 +190,7 @@ fn lucky_once(
 
 #[test]
 fn the_confirmation_round_measures_the_fastest_again_and_picks_from_it() {
-    let pattern = band();
-    let (model, cands) = setup(&pattern);
-    let matrix = model.embed_matrix(&pattern).unwrap();
+    let (pattern, model, cands, matrix) = fixture();
     let ops = ToolchainOps::new(&cands, "band").with_pattern(&pattern);
     let options = TuneOptions {
         k: 5,
@@ -217,9 +231,7 @@ fn the_confirmation_round_measures_the_fastest_again_and_picks_from_it() {
 
 #[test]
 fn the_default_wins_unless_a_candidate_is_fast_twice() {
-    let pattern = band();
-    let (model, cands) = setup(&pattern);
-    let matrix = model.embed_matrix(&pattern).unwrap();
+    let (_, model, cands, matrix) = fixture();
     let ops = LineOps::new(&cands);
     // Every candidate runs at 12 ms, a third of that the first time; the default at 10 ms.
     let measurer = || {
@@ -259,9 +271,7 @@ fn the_default_wins_unless_a_candidate_is_fast_twice() {
 
 #[test]
 fn the_margin_keeps_the_default_unless_a_candidate_is_clearly_faster_twice() {
-    let pattern = band();
-    let (model, cands) = setup(&pattern);
-    let matrix = model.embed_matrix(&pattern).unwrap();
+    let (_, model, cands, matrix) = fixture();
     let ops = LineOps::new(&cands);
     // The default takes 10 ms; candidate `near` 9.9 ms every time (within 2 % of it),
     // candidate `once` 5 ms the first time and 10.5 after, everything else 20 ms.
@@ -303,9 +313,7 @@ fn the_margin_keeps_the_default_unless_a_candidate_is_clearly_faster_twice() {
 
 #[test]
 fn no_confirmation_round_without_room_or_results() {
-    let pattern = band();
-    let (model, cands) = setup(&pattern);
-    let matrix = model.embed_matrix(&pattern).unwrap();
+    let (_, model, cands, matrix) = fixture();
     let ops = LineOps::new(&cands);
     let options = |measurements| TuneOptions {
         k: 5,
@@ -356,9 +364,7 @@ fn no_confirmation_round_without_room_or_results() {
 
 #[test]
 fn duplicates_failures_and_refusals_are_recorded() {
-    let pattern = band();
-    let (model, cands) = setup(&pattern);
-    let matrix = model.embed_matrix(&pattern).unwrap();
+    let (pattern, model, cands, matrix) = fixture();
     let ops = ToolchainOps::new(&cands, "band").with_pattern(&pattern);
     // Every other candidate fails; the default fails too.
     let mut calls = 0;
@@ -420,8 +426,7 @@ fn layouts_over_the_limit_are_refused_before_they_run() {
     // stores 64 positions per nonzero, over WACO's 20.
     let n = 64;
     let pattern = CsrPattern::new(n, n, (0..=n).collect(), (0..n as u32).collect()).unwrap();
-    let (model, cands) = setup(&pattern);
-    let matrix = model.embed_matrix(&pattern).unwrap();
+    let (pattern, model, cands, matrix) = prepared(pattern);
     let ops = ToolchainOps::new(&cands, "diag").with_pattern(&pattern);
     let mut seen = HashMap::new();
     let mut measure = |r: &MeasureRequest<'_>| -> Result<Measured, String> {
@@ -455,9 +460,7 @@ fn layouts_over_the_limit_are_refused_before_they_run() {
 
 #[test]
 fn a_time_budget_stops_the_run() {
-    let pattern = band();
-    let (model, cands) = setup(&pattern);
-    let matrix = model.embed_matrix(&pattern).unwrap();
+    let (_, model, cands, matrix) = fixture();
     let ops = LineOps::new(&cands);
     let mut slow = |_: &MeasureRequest<'_>| -> Result<Measured, String> {
         std::thread::sleep(Duration::from_millis(30));
@@ -492,4 +495,65 @@ fn neighbours_stay_in_the_space_and_one_step_away() {
     assert!(n.iter().any(|x| x.splits == [8, 8, 16]) && n.iter().any(|x| x.splits == [2, 8, 16]));
     assert!(n.iter().any(|x| x.chunk == 32) && n.iter().any(|x| x.chunk == 8));
     assert_eq!(n.iter().filter(|x| x.formats != s.formats).count(), 4);
+}
+
+/// The seeds a search measured, with their families.
+fn measured_seeds(options: &TuneOptions) -> Vec<(usize, String)> {
+    let (pattern, model, cands, matrix) = fixture();
+    let ops = ToolchainOps::new(&cands, "band").with_pattern(&pattern);
+    let mut measure = landscape(&cands);
+    let t = tune(&model, &matrix, &cands, &ops, options, &mut measure).unwrap();
+    t.measurements
+        .iter()
+        .filter(|m| m.round == 0 && !m.is_default && !m.confirmation)
+        .map(|m| (m.index, ops.family(m.index).unwrap()))
+        .collect()
+}
+
+/// The seeds the rule names: the best-ranked candidates stock TACO runs whose program the
+/// default or an earlier seed does not have, at most `per_family` of one loop order (0: no
+/// limit), until `k`.
+fn expected_seeds(k: usize, per_family: usize) -> Vec<(usize, String)> {
+    let (pattern, model, cands, matrix) = fixture();
+    let ops = ToolchainOps::new(&cands, "band").with_pattern(&pattern);
+    let ranking = model
+        .top_k_with_default(&matrix, &cands, cands.len())
+        .unwrap();
+    let mut seeds: Vec<(usize, String)> = Vec::new();
+    let mut programs = vec![ops.key(cands.default_index()).unwrap()];
+    for e in ranking.top() {
+        let (family, program) = (ops.family(e.index).unwrap(), ops.key(e.index).unwrap());
+        let of_family = seeds.iter().filter(|(_, f)| *f == family).count();
+        let full = per_family > 0 && of_family >= per_family;
+        if seeds.len() < k && !full && !programs.contains(&program) && ops.refuse(e.index).is_none()
+        {
+            seeds.push((e.index, family));
+            programs.push(program);
+        }
+    }
+    seeds
+}
+
+#[test]
+fn seeds_are_the_best_ranked_within_the_limit_per_loop_order() {
+    assert_eq!(
+        TuneOptions::default().seeds_per_family,
+        0,
+        "the ranking as it is"
+    );
+    for per_family in [1, 2, 0] {
+        let options = TuneOptions {
+            k: 6,
+            seeds_per_family: per_family,
+            ..TuneOptions::default()
+        };
+        let seeds = measured_seeds(&options);
+        assert_eq!(seeds, expected_seeds(6, per_family), "at most {per_family}");
+        let families: std::collections::HashSet<&String> = seeds.iter().map(|(_, f)| f).collect();
+        match per_family {
+            1 => assert_eq!(families.len(), 6, "one seed per loop order"),
+            2 => assert!(families.len() >= 3),
+            _ => {}
+        }
+    }
 }
