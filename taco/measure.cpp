@@ -149,9 +149,10 @@ Measured prepare(const std::string &schedule, const Csr &m, const Reference &ref
     return row < rows && col < cols ? dense_value(tensor, row, col) : 0.0f;
   };
   Measured out{dashrank::taco::declare(program, packed, fill), {}};
-  if (first && o.kernel_source.empty())
+  bool by_taco = o.kernel_source.empty() || schedule == "csr";
+  if (first && by_taco)
     out.kernel.compiled = first->kernel.compiled;
-  else if (o.kernel_source.empty() || schedule == "csr")
+  else if (by_taco)
     out.kernel.compile();
   else
     out.kernel.compile_source(o.kernel_source);
