@@ -1,8 +1,10 @@
 //! The TACO measurer: one `dashrank-taco-measure --serve --baseline` process per tuning run
 //! (the matrix read and its reference computed once), asked one program per line; each reply
-//! carries the candidate's time and TACO's CSR time measured interleaved with it. A request
-//! that outlives the timeout, or a process that dies (a generated kernel that crashes), fails
-//! that measurement and the next request starts a new process.
+//! carries the candidate's time and TACO's CSR time measured interleaved with it. The
+//! confirmation round's requests go to a second process when they are timed on more operand
+//! instances ([`TacoMeasureConfig::confirm_instances`]). A request that outlives the timeout,
+//! or a process that dies (a generated kernel that crashes), fails that measurement and the
+//! next request starts a new process.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -57,12 +59,21 @@ pub struct TacoMeasureConfig {
     pub seconds: f64,
     /// Operand instances per program (and of TACO's CSR).
     pub instances: u32,
+    /// Operand instances per program in the confirmation round, whose few measurements decide
+    /// the pick.
+    pub confirm_instances: u32,
 }
 
-/// A running `dashrank-taco-measure --serve --baseline`.
+/// A running `dashrank-taco-measure --serve --baseline`, and the confirmation round's when it
+/// times more instances.
 pub struct TacoMeasurer {
     config: TacoMeasureConfig,
-    process: Option<Server>,
+    /// The process of the search's requests and, when it has as many instances, of the
+    /// confirmation round's.
+    search: Option<Server>,
+    /// The confirmation round's process, when its instances differ (started at its first
+    /// request).
+    confirm: Option<Server>,
 }
 
 struct Server {
@@ -76,13 +87,14 @@ impl TacoMeasurer {
     pub fn start(config: TacoMeasureConfig) -> Result<Self> {
         let mut m = Self {
             config,
-            process: None,
+            search: None,
+            confirm: None,
         };
-        m.process = Some(m.spawn()?);
+        m.search = Some(m.spawn(m.config.instances)?);
         Ok(m)
     }
 
-    fn spawn(&self) -> Result<Server> {
+    fn spawn(&self, instances: u32) -> Result<Server> {
         let c = &self.config;
         let mut cmd = Command::new(&c.exe);
         cmd.arg("--matrix").arg(&c.matrix);
@@ -100,7 +112,7 @@ impl TacoMeasurer {
         ]);
         cmd.args(["--repeats", &c.repeats.to_string()]);
         cmd.args(["--max-seconds", &c.seconds.to_string()]);
-        cmd.args(["--instances", &c.instances.to_string()]);
+        cmd.args(["--instances", &instances.to_string()]);
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -139,26 +151,43 @@ impl TacoMeasurer {
         }
     }
 
-    fn ask(&mut self, request: &str) -> std::result::Result<String, String> {
-        if self.process.is_none() {
-            self.process = Some(self.spawn().map_err(|e| format!("{e:#}"))?);
+    /// The confirmation round's own process, or the search's.
+    fn process(&mut self, own_confirm_process: bool) -> &mut Option<Server> {
+        if own_confirm_process {
+            &mut self.confirm
+        } else {
+            &mut self.search
         }
-        let server = self.process.as_mut().ok_or("no measurer process")?;
+    }
+
+    fn ask(&mut self, request: &str, confirmation: bool) -> std::result::Result<String, String> {
+        let c = &self.config;
+        let timeout = c.timeout;
+        let own_process = confirmation && c.confirm_instances != c.instances;
+        let instances = if own_process {
+            c.confirm_instances
+        } else {
+            c.instances
+        };
+        if self.process(own_process).is_none() {
+            let server = self.spawn(instances).map_err(|e| format!("{e:#}"))?;
+            *self.process(own_process) = Some(server);
+        }
+        let slot = self.process(own_process);
+        let server = slot.as_mut().ok_or("no measurer process")?;
         let sent = writeln!(server.stdin, "{request}").and_then(|()| server.stdin.flush());
         let reply = match sent {
-            Ok(()) => server.replies.recv_timeout(self.config.timeout),
+            Ok(()) => server.replies.recv_timeout(timeout),
             Err(_) => Err(RecvTimeoutError::Disconnected),
         };
         match reply {
             Ok(line) => Ok(line),
             Err(e) => {
-                if let Some(mut s) = self.process.take() {
+                if let Some(mut s) = slot.take() {
                     s.stop();
                 }
                 Err(match e {
-                    RecvTimeoutError::Timeout => {
-                        format!("timed out after {:?}", self.config.timeout)
-                    }
+                    RecvTimeoutError::Timeout => format!("timed out after {timeout:?}"),
                     RecvTimeoutError::Disconnected => {
                         "the measurer process died (the kernel crashed)".to_owned()
                     }
@@ -177,7 +206,10 @@ impl Server {
 
 impl Drop for TacoMeasurer {
     fn drop(&mut self) {
-        if let Some(mut s) = self.process.take() {
+        for mut s in [self.search.take(), self.confirm.take()]
+            .into_iter()
+            .flatten()
+        {
             drop(s.stdin);
             let _ = s.child.wait();
         }
@@ -186,7 +218,7 @@ impl Drop for TacoMeasurer {
 
 impl Measurer for TacoMeasurer {
     fn measure(&mut self, request: &MeasureRequest<'_>) -> std::result::Result<Measured, String> {
-        let reply = self.ask(request.program)?;
+        let reply = self.ask(request.program, request.confirmation)?;
         parse_reply(&reply)
     }
 }

@@ -89,8 +89,13 @@ fn tune_options(args: &TuneArgs) -> Result<TuneOptions> {
     if !(0.0..1.0).contains(&args.margin) {
         bail!("--margin {} must be a fraction in [0, 1)", args.margin);
     }
-    if !(1..=16).contains(&args.instances) {
-        bail!("--instances {} must be 1 to 16", args.instances);
+    for (flag, n) in [
+        ("--instances", args.instances),
+        ("--confirm-instances", args.confirm_instances),
+    ] {
+        if !(1..=16).contains(&n) {
+            bail!("{flag} {n} must be 1 to 16");
+        }
     }
     if args.budget == 0 {
         bail!("--budget must be at least 1 (the default is always measured)");
@@ -145,6 +150,7 @@ fn measurer(
         repeats: args.repeats,
         seconds: args.measure_seconds,
         instances: args.instances,
+        confirm_instances: args.confirm_instances,
     };
     Ok(Box::new(TacoMeasurer::start(config)?))
 }

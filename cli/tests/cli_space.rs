@@ -370,6 +370,64 @@ fn tune_seeds_per_family_spreads_the_seeds_over_loop_orders() {
     );
 }
 
+/// `tune --measurer taco` with a stand-in for dashrank-taco-measure that logs, per request,
+/// the `--instances` its process was started with.
+fn tune_with_logging_measurer(dir: &Path, extra: &[&str]) -> (Output, Vec<String>) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let (exe, log) = (dir.join("taco-measure"), dir.join("requests.log"));
+    let script = format!(
+        "#!/bin/sh\ninst=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --instances ] && inst=$2; shift; done\n\
+         echo ready\nwhile read -r line; do echo \"$inst\" >> '{}'; echo 'ok 2.0 2.0 1.0'; done\n",
+        log.display()
+    );
+    std::fs::write(&exe, script).unwrap();
+    let mut perms = std::fs::metadata(&exe).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&exe, perms).unwrap();
+    let model = fixture("tiny-waco-spmm");
+    let args = format!(
+        "tune --model {model} --matrix {MATRIX} --space taco --max-split 2 --top 3 --budget 10 \
+         --measurer taco --format json --taco-measure {}",
+        exe.display()
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_dashrank"))
+        .current_dir(repo())
+        .args(args.split(' '))
+        .args(extra)
+        .args(backend_args())
+        .output()
+        .unwrap();
+    let requests = std::fs::read_to_string(&log).unwrap_or_default();
+    (out, requests.lines().map(str::to_owned).collect())
+}
+
+#[test]
+fn tune_confirms_on_more_operand_instances_in_a_second_measurer() {
+    let dir = scratch("tune-confirm-instances");
+    let (out, requests) = tune_with_logging_measurer(&dir, &["--confirm-instances", "3"]);
+    let report: Value = serde_json::from_str(&ok(&out)).unwrap();
+    let confirmed: Vec<bool> = report["measurements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["confirmation"] == true)
+        .collect();
+    assert_eq!(confirmed.iter().filter(|&&c| c).count(), 4, "{report}");
+    let want: Vec<&str> = confirmed
+        .iter()
+        .map(|&c| if c { "3" } else { "1" })
+        .collect();
+    assert_eq!(requests, want, "each request's process instances, in order");
+    // As many instances as the search: one process serves both.
+    let (out, requests) =
+        tune_with_logging_measurer(&dir, &["--instances", "2", "--confirm-instances", "2"]);
+    ok(&out);
+    assert_eq!(requests, vec!["2"; 10]);
+    let (out, _) = tune_with_logging_measurer(&dir, &["--confirm-instances", "17"]);
+    fails(&out, "--confirm-instances 17 must be 1 to 16");
+}
+
 /// The toolchain default's index in `rank --space taco --max-split 2`.
 fn default_index(model: &str) -> String {
     let top = taco_top_3(model);

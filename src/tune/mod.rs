@@ -81,6 +81,10 @@ pub struct MeasureRequest<'a> {
     pub program: &'a str,
     /// Whether it is the toolchain's default.
     pub is_default: bool,
+    /// Whether this is the confirmation round's second measurement of the candidate
+    /// ([`TuneOptions::confirm`]): a measurer may take more care over these few (the TACO
+    /// measurer times them on more operand instances).
+    pub confirmation: bool,
 }
 
 /// One measured time.

@@ -268,6 +268,7 @@ impl<C: SpaceConfig> Run<'_, C> {
             line: &line,
             program,
             is_default,
+            confirmation,
         };
         let result = self
             .measurer

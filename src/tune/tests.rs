@@ -200,9 +200,17 @@ fn the_confirmation_round_measures_the_fastest_again_and_picks_from_it() {
         },
         ..TuneOptions::default()
     };
-    let mut measure = lucky_once(&cands);
+    let mut lucky = lucky_once(&cands);
+    let mut asked_to_confirm = Vec::new();
+    let mut measure = |r: &MeasureRequest<'_>| {
+        asked_to_confirm.push(r.confirmation);
+        lucky(r)
+    };
     let t = tune(&model, &matrix, &cands, &ops, &options, &mut measure).unwrap();
     assert_eq!(t.measurements.len(), 20);
+    // The measurer is told which requests confirm (the TACO measurer takes more care there).
+    let confirmations: Vec<bool> = t.measurements.iter().map(|m| m.confirmation).collect();
+    assert_eq!(asked_to_confirm, confirmations);
     let (first, again) = t.measurements.split_at(20 - options.confirm - 1);
     assert!(first.iter().all(|m| !m.confirmation));
     assert!(again.iter().all(|m| m.confirmation));
