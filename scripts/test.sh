@@ -120,11 +120,12 @@ if [ $taco_status -eq 0 ]; then
   .venv/bin/python scripts/taco-check.py --taco "$taco_prefix" --matrices mhd4800a,cavity24 \
     --kernels spmm,sddmm,spmv --top 5
   for kernel in spmm sddmm spmv; do
-    # SpMV's tune also runs one seed per loop order and two operand instances per program;
-    # SDDMM's confirms on three instances (a second measurer process).
+    # Each tune confirms on three operand instances in a second measurer process (the
+    # default), but SpMM's in the search's own process (--confirm-instances 1); SpMV's also
+    # runs one seed per loop order and two operand instances per program.
     extra=()
+    [ "$kernel" = spmm ] && extra=(--confirm-instances 1)
     [ "$kernel" = spmv ] && extra=(--seeds-per-family 1 --instances 2)
-    [ "$kernel" = sddmm ] && extra=(--confirm-instances 3)
     target/release/dashrank tune --model "models/waco-$kernel" --space taco --measurer taco \
       --matrix "$SHARED/data/waco/matrices/mhd4800a.csr" --budget 8 --top 3 --format json \
       "${extra[@]}" > "target/taco/tune-$kernel.json"

@@ -273,10 +273,11 @@ pub struct TuneArgs {
     /// third, so one instance is one draw (1 to 16).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub instances: u32,
-    /// --measurer taco: instances of the operands in the confirmation round (its few
-    /// measurements decide the pick; timed by a second measurer process when they differ from
-    /// --instances; 1 to 16).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// --measurer taco: instances of the operands in the confirmation round, whose few
+    /// measurements decide the pick (1 to 16; timed by a second measurer process when they
+    /// differ from --instances). Several instances in a new process keep a program that one
+    /// placement, in a process that has measured many, made look fast from being picked.
+    #[arg(long, value_name = "N", default_value_t = 3)]
     pub confirm_instances: u32,
     /// Write every successful measurement as `<line> = <ms>` (WACO's collected format, which
     /// `dashrank eval` reads) to this file.
