@@ -10,7 +10,7 @@ result against a CSR reference before timing it):
 - the same with distinct programs (no `--all-programs`).
 - `dashrank tune --strategy search --budget B`: the default, 10 seeds, then neighbours of the
   fastest, the last 4 of B measurements a confirmation round (the default and the 3 fastest
-  measured again; the pick is the fastest of that round that beat the default by 2 % in both
+  measured again, on three operand instances in a second measurer process; the pick is the fastest of that round that beat the default by 2 % in both
   of its measurements, else the default); the best-so-far curve and the tuning time. With --unconfirmed, also the same search without the confirmation round
   (`--confirm 0`: the pick is the fastest single measurement), and with each --variant
   NAME='FLAGS' the same search with FLAGS added (e.g. --variant ranked='--seeds ranked'), for
