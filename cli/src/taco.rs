@@ -1,8 +1,8 @@
 //! The TACO measurer: one `dashrank-taco-measure --serve --baseline` process per tuning run
 //! (the matrix read and its reference computed once), asked one program per line; each reply
 //! carries the candidate's time and TACO's CSR time measured interleaved with it. The
-//! confirmation round's requests go to a second process when they are timed on more operand
-//! instances ([`TacoMeasureConfig::confirm_instances`]). A request that outlives the timeout,
+//! confirmation round's requests go to a second process when they are timed on another number
+//! of operand instances ([`TacoMeasureConfig::confirm_instances`]). A request that outlives the timeout,
 //! or a process that dies (a generated kernel that crashes), fails that measurement and the
 //! next request starts a new process.
 
@@ -64,8 +64,8 @@ pub struct TacoMeasureConfig {
     pub confirm_instances: u32,
 }
 
-/// A running `dashrank-taco-measure --serve --baseline`, and the confirmation round's when it
-/// times more instances.
+/// A running `dashrank-taco-measure --serve --baseline`, and the confirmation round's when its
+/// number of instances differs.
 pub struct TacoMeasurer {
     config: TacoMeasureConfig,
     /// The process of the search's requests and, when it has as many instances, of the
