@@ -325,6 +325,10 @@ def main():
         if not sep or not label:
             p.error(f"--variant {v!r}: expected NAME='FLAGS'")
         args.variants.append((label, flags.split()))
+    for path, how in [(args.dashrank, "cargo build --release -p dashrank-cli"),
+                      (args.measure, "bash scripts/taco-tools.sh")]:
+        if not os.access(path, os.X_OK):
+            p.error(f"{path} is missing; build it with: {how}")
     args.matrix_dir = os.path.join(args.shared, "data/waco/matrices")
     names = sorted(f[:-4] for f in os.listdir(args.matrix_dir) if f.endswith(".csr"))
     if args.matrices != "all":
