@@ -267,6 +267,12 @@ def fmt(x, digits=2):
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
+def least(xs):
+    """The smallest of the values present (None: none is)."""
+    xs = [x for x in xs if x is not None]
+    return min(xs) if xs else None
+
+
 def summary(rows, kernel, taus, budget, variants):
     cols = ["top1", "top5", "top10", "top20", "dtop5", "dtop10", "dtop20", "search"] + [v for v, _ in variants]
     lines = [f"### {UPPER[kernel]}", "",
@@ -282,8 +288,8 @@ def summary(rows, kernel, taus, budget, variants):
                  + " | ".join(fmt(geomean([r.get(c) for r in rows])) for c in cols) + " | | | "
                  + fmt(sum(t.get("kendall_tau") or 0 for t in taus.values()) / len(taus) if taus else None)
                  + " (mean) |")
-    lines.append("| **min** | | " + fmt(min([r.get("fixed") or 9e9 for r in rows])) + " | "
-                 + " | ".join(fmt(min([r.get(c) or 9e9 for r in rows])) for c in cols) + " | | | |")
+    lines.append("| **min** | | " + fmt(least([r.get("fixed") for r in rows])) + " | "
+                 + " | ".join(fmt(least([r.get(c) for r in rows])) for c in cols) + " | | | |")
     curves = [r["curve"] for r in rows if r.get("curve")]
     if curves:
         lines += ["", "Search: best speedup over TACO's CSR after n measurements (the default is measurement 1)", "",
