@@ -19,11 +19,11 @@
 use std::ops::Range;
 
 use super::coords::Coords;
+use super::lone::LoneFilter;
 use super::masks::{MaskGeometry, MaskScanner};
-use super::rulebook::{mask_kappas, Geometry, Neighbours, PairSink, Search};
+use super::rulebook::{mask_kappas, Neighbours, PairSink, Search};
 use super::search_memo::MemoChunk;
 use super::window::Window;
-use crate::simd::SimdLevel;
 
 /// A list of jobs: their neighbour pairs, how many points use each, and for the ones whose
 /// products repeat, their product slots.
@@ -198,7 +198,7 @@ pub(crate) fn task_jobs<'a>(
         memo: None,
     };
     if input.is_constant() && search.geom.k * search.geom.k <= 64 {
-        mask_jobs(input, out, rows, search.geom, masks, search.level, ph)
+        mask_jobs(input, out, rows, search, masks, ph)
     } else {
         pair_jobs(input, out, rows, search, share, ph)
     }
@@ -206,16 +206,17 @@ pub(crate) fn task_jobs<'a>(
 
 /// [`task_jobs`] of a constant input whose neighbour masks fit a `u64`: the key is the
 /// neighbour mask, kept as two pseudo-pairs until [`expand_masks`] (the job's pairs then all
-/// read row 0); the masks come from the bitmaps of `masks`, else from the neighbour search.
+/// read row 0); the masks come from the bitmaps of `masks`, else from the neighbour search,
+/// which rows whose points are all certified alone (see `lone`) skip.
 fn mask_jobs(
     input: &Window<'_>,
     out: &Coords,
     rows: Range<usize>,
-    geom: &Geometry,
+    search: Search<'_>,
     masks: Option<&MaskGeometry>,
-    level: SimdLevel,
     mut ph: Phase,
 ) -> Phase {
+    let geom = search.geom;
     let mut index = Index::with_capacity(64);
     let (mut masks_of, mut mask_hash): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
     let mut last: Option<(u64, u32)> = None;
@@ -254,10 +255,28 @@ fn mask_jobs(
             }
         }
     } else {
-        let mut nb = Neighbours::new(&input.coords, geom, level);
+        let mut nb = Neighbours::new(&input.coords, geom, search.level);
+        let mut lone = search
+            .centred
+            .then(|| LoneFilter::new(&input.coords, geom))
+            .flatten();
+        // The mask of a lone point: its own offset, `(⌊k/2⌋, ⌊k/2⌋)`.
+        let own = 1u64 << (geom.k / 2 * (geom.k + 1));
         for ri in rows {
-            nb.start_row(out.rows[ri]);
-            nb.each_mask(&out.cols[out.row_range(ri)], |_, mask| once(mask, &mut ph));
+            let (row, cols) = (out.rows[ri], &out.cols[out.row_range(ri)]);
+            if let Some(f) = &mut lone {
+                // A row with one point not certified is searched whole: on the patterns of
+                // BENCHMARKS.md searching only those points gained nothing.
+                if f.row_alone(row, cols) {
+                    cols.iter().for_each(|_| once(own, &mut ph));
+                    continue;
+                }
+                if !f.pays() {
+                    lone = None;
+                }
+            }
+            nb.start_row(row);
+            nb.each_mask(cols, |_, mask| once(mask, &mut ph));
         }
     }
     ph
@@ -579,8 +598,9 @@ impl PairMap {
 mod tests {
     use super::*;
     use crate::featurize::memory::RowBuf;
-    use crate::featurize::rulebook::{tasks, TASK_POINTS};
+    use crate::featurize::rulebook::{tasks, Geometry, TASK_POINTS};
     use crate::featurize::tests::{random_pattern, rmat, Rng};
+    use crate::simd::SimdLevel;
 
     /// Everything a task's jobs hold, for comparing two builds of them.
     fn parts(ph: &Phase) -> impl PartialEq + std::fmt::Debug + '_ {
@@ -682,6 +702,61 @@ mod tests {
             single_keys > 1000,
             "single-pair keys used twice: {single_keys}"
         );
+    }
+
+    /// The pattern itself as a layer input: every point reads the one shared row.
+    fn constant_window(coords: Coords) -> Window<'static> {
+        Window {
+            ids: vec![0; coords.len()],
+            coords,
+            table: RowBuf::zeroed(1),
+            shared: vec![true],
+            channels: 1,
+            charge: None,
+        }
+    }
+
+    /// Stride-1 mask jobs with lone points certified (`Search::centred`) equal those found by
+    /// searching every point, on every level: on a scattered pattern (nearly every row
+    /// skips its search), a graph-like and a near-diagonal one, for 3 × 3 and 5 × 5 windows
+    /// at tensor strides 1 and 2, and a dilated window (which gets no certificates).
+    #[test]
+    fn lone_points_get_the_masks_the_search_finds() {
+        let best = SimdLevel::detect();
+        for p in [
+            crate::featurize::lone::tests::scattered(20_000, 3, 4),
+            rmat(12, 20_000, 5),
+            random_pattern(2000, 7, 6),
+        ] {
+            let base = Coords::from_pattern(&p);
+            for (k, dilation, t) in [
+                (5usize, 1u64, 1u64),
+                (3, 1, 1),
+                (3, 1, 2),
+                (5, 1, 2),
+                (3, 2, 1),
+            ] {
+                let x = constant_window(base.strided(0..base.rows.len(), t));
+                let geom = Geometry::new(k, dilation, t);
+                for task in tasks(&x.coords, TASK_POINTS) {
+                    for level in SimdLevel::ALL.into_iter().filter(|&l| l <= best) {
+                        let jobs = |centred| {
+                            let search = Search {
+                                centred,
+                                ..Search::new(&geom, level)
+                            };
+                            task_jobs(&x, &x.coords, task.clone(), search, None, true)
+                        };
+                        let (certified, searched) = (jobs(true), jobs(false));
+                        assert_eq!(
+                            parts(&certified),
+                            parts(&searched),
+                            "k {k}, d {dilation}, t {t}, {level}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

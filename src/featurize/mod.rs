@@ -17,7 +17,8 @@
 //! have become final, keeping of every value only the rows later bands still read (`window`);
 //! a large pattern is first cut into slabs of rows run side by side (`slabs`).
 //! Points whose receptive fields repeat share one output row (`jobs`, merged band-wide in
-//! `band`); keys of the pattern itself are neighbour masks read from bitmaps (`masks`). Pooled
+//! `band`); keys of the pattern itself are neighbour masks read from bitmaps (`masks`) or
+//! found by the search, which a stride-1 layer skips for points certified alone (`lone`). Pooled
 //! sums use a fixed tree over the rows (`tree_sum`), and all memory is charged against a
 //! budget, with released feature tables kept in a capped pool (`memory`). `coords` holds the
 //! row-bucketed coordinates and their strided images, `rulebook` finds neighbours. The
@@ -70,6 +71,7 @@ mod coords;
 mod exec;
 mod graph;
 mod jobs;
+mod lone;
 mod masks;
 mod memory;
 mod ops;

@@ -216,15 +216,19 @@ pub(crate) struct Search<'a> {
     pub geom: &'a Geometry,
     pub level: SimdLevel,
     pub memo: MemoUse<'a>,
+    /// Every output point is an input point (a stride-1 layer), so the mask search may
+    /// certify points alone in their window instead of searching them (see `lone`).
+    pub centred: bool,
 }
 
 impl<'a> Search<'a> {
-    /// Searches of `geom` at `level`, without a memo.
+    /// Searches of `geom` at `level`, without a memo or certificates.
     pub fn new(geom: &'a Geometry, level: SimdLevel) -> Self {
         Self {
             geom,
             level,
             memo: MemoUse::Off,
+            centred: false,
         }
     }
 

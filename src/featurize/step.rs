@@ -547,6 +547,7 @@ impl<'m> Run<'_, 'm> {
             geom: &reach.geom,
             level: s.k.level,
             memo: s.memo,
+            centred: reach.stride == 1,
         };
         let mut jobs: Vec<Phase> = tasks
             .par_iter()
