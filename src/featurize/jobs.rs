@@ -599,7 +599,7 @@ mod tests {
     use super::*;
     use crate::featurize::memory::RowBuf;
     use crate::featurize::rulebook::{tasks, Geometry, TASK_POINTS};
-    use crate::featurize::tests::{random_pattern, rmat, Rng};
+    use crate::featurize::tests::{random_pattern, rmat, scattered, Rng};
     use crate::simd::SimdLevel;
 
     /// Everything a task's jobs hold, for comparing two builds of them.
@@ -724,7 +724,7 @@ mod tests {
     fn lone_points_get_the_masks_the_search_finds() {
         let best = SimdLevel::detect();
         for p in [
-            crate::featurize::lone::tests::scattered(20_000, 3, 4),
+            scattered(20_000, 3, 4),
             rmat(12, 20_000, 5),
             random_pattern(2000, 7, 6),
         ] {

@@ -154,28 +154,10 @@ fn slot(b: u32) -> usize {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::featurize::tests::{random_pattern, rmat, Rng};
-    use crate::pattern::CsrPattern;
+    use crate::featurize::tests::{random_pattern, rmat, scattered};
     use std::collections::HashSet;
-
-    /// `n × n` with about `per_row` entries per row at uniformly random columns: almost every
-    /// point is alone in a small window.
-    pub(crate) fn scattered(n: usize, per_row: usize, seed: u64) -> CsrPattern {
-        let mut rng = Rng(seed);
-        let (mut rp, mut ci) = (vec![0usize], Vec::new());
-        for _ in 0..n {
-            let mut row: Vec<u32> = (0..per_row)
-                .map(|_| (rng.next() % n as u64) as u32)
-                .collect();
-            row.sort_unstable();
-            row.dedup();
-            ci.extend(row);
-            rp.push(ci.len());
-        }
-        CsrPattern::new(n, n, rp, ci).expect("valid")
-    }
 
     /// Every point the filter certifies is alone in its window (checked against a set of the
     /// points), on scattered, graph-like and near-diagonal patterns, for 3 × 3 and 5 × 5

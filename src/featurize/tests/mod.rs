@@ -193,19 +193,34 @@ pub(crate) fn dash_like(widths: &[usize], seed: u64) -> GraphSpec {
 
 /// A pattern of `n` rows with about `per_row` entries each: near-diagonal and scattered.
 pub(crate) fn random_pattern(n: usize, per_row: usize, seed: u64) -> CsrPattern {
+    square_pattern(n, per_row, seed, |r, rng| {
+        if rng.next().is_multiple_of(2) {
+            ((r as u64 + rng.next() % 7) % n as u64) as u32
+        } else {
+            (rng.next() % n as u64) as u32
+        }
+    })
+}
+
+/// A pattern of `n` rows with about `per_row` entries each at uniformly random columns: almost
+/// every point is alone in a small window.
+pub(crate) fn scattered(n: usize, per_row: usize, seed: u64) -> CsrPattern {
+    square_pattern(n, per_row, seed, |_, rng| (rng.next() % n as u64) as u32)
+}
+
+/// An `n × n` pattern whose row `r` holds the distinct columns of `per_row` draws of
+/// `column(r, rng)`.
+fn square_pattern(
+    n: usize,
+    per_row: usize,
+    seed: u64,
+    mut column: impl FnMut(usize, &mut Rng) -> u32,
+) -> CsrPattern {
     let mut rng = Rng(seed);
     let mut rp = vec![0usize];
     let mut ci = Vec::new();
     for r in 0..n {
-        let mut row: Vec<u32> = (0..per_row)
-            .map(|_| {
-                if rng.next().is_multiple_of(2) {
-                    ((r as u64 + rng.next() % 7) % n as u64) as u32
-                } else {
-                    (rng.next() % n as u64) as u32
-                }
-            })
-            .collect();
+        let mut row: Vec<u32> = (0..per_row).map(|_| column(r, &mut rng)).collect();
         row.sort_unstable();
         row.dedup();
         ci.extend(row);
