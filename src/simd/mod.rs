@@ -35,38 +35,23 @@ use crate::error::{Error, Result};
 
 pub mod gemm;
 
-/// Asks the CPU to bring the cache lines of `row` (up to its first 256 bytes) towards the
-/// core (into L2), ahead of a kernel that will read it: rows that the featurizer gathers from
-/// anywhere in a table are invisible to the hardware prefetchers. A hint only: it never
-/// faults and changes no value.
-#[inline(always)]
-pub(crate) fn prefetch_row(row: &[f32]) {
-    #[cfg(target_arch = "x86_64")]
-    prefetch_lines::<{ std::arch::x86_64::_MM_HINT_T1 }>(row);
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = row;
-}
-
-/// [`prefetch_row`] into L1: for an output row that a kernel will soon write (or read, add
-/// and write), so that its first touch does not wait on memory.
+/// Asks the CPU to bring the cache lines of `row` (up to its first 256 bytes) into L1, for
+/// an output row that a kernel will soon write (or read, add and write), so that its first
+/// touch does not wait on memory: rows written anywhere in a table are invisible to the
+/// hardware prefetchers. A hint only: it never faults and changes no value.
 #[inline(always)]
 pub(crate) fn prefetch_row_l1(row: &[f32]) {
     #[cfg(target_arch = "x86_64")]
-    prefetch_lines::<{ std::arch::x86_64::_MM_HINT_T0 }>(row);
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let p = row.as_ptr().cast::<i8>();
+        for off in (0..(row.len() * 4).min(256)).step_by(64) {
+            // SAFETY: `off` is inside the row; a prefetch never faults (SSE, baseline x86-64).
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.add(off)) };
+        }
+    }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = row;
-}
-
-/// The prefetches of [`prefetch_row`] with hint `HINT`.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn prefetch_lines<const HINT: i32>(row: &[f32]) {
-    use std::arch::x86_64::_mm_prefetch;
-    let p = row.as_ptr().cast::<i8>();
-    for off in (0..(row.len() * 4).min(256)).step_by(64) {
-        // SAFETY: `off` is inside the row; a prefetch never faults (SSE, baseline x86-64).
-        unsafe { _mm_prefetch::<HINT>(p.add(off)) };
-    }
 }
 
 /// An instruction-set level of the numeric kernels, ordered from least to most capable.

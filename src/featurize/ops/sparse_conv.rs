@@ -34,7 +34,7 @@ use crate::featurize::search_memo::{MemoChunk, MemoUse};
 use crate::featurize::window::Window;
 use crate::simd::conv::{pack_weights, GemmArgs, FRESH};
 use crate::simd::kernels::Kernels;
-use crate::simd::{prefetch_row, prefetch_row_l1};
+use crate::simd::prefetch_row_l1;
 
 /// A validated sparse convolution layer.
 #[derive(Debug, Clone)]
@@ -268,7 +268,6 @@ struct DirectTiles<'a, 'x> {
     /// The input's feature rows and each input point's row id.
     table: &'x [f32],
     ids: &'x [u32],
-    cin: usize,
     cout: usize,
     dst: &'a mut [f32],
     k: &'a Kernels,
@@ -304,7 +303,6 @@ impl<'a, 'x> DirectTiles<'a, 'x> {
             conv,
             table: &input.table,
             ids: &input.ids,
-            cin: input.channels,
             cout: conv.cout,
             total: dst.len() / conv.cout,
             dst,
@@ -349,9 +347,10 @@ impl<'a, 'x> DirectTiles<'a, 'x> {
 impl PairSink for DirectTiles<'_, '_> {
     #[inline(always)]
     fn pair(&mut self, kappa: u32, q: u32) {
+        // No prefetch of the input row here: the micro-kernel asks for each group's rows
+        // while the group before it computes, and a prefetch per pair made the sink wait
+        // on the memory system (BENCHMARKS.md, "The direct sink's input-row prefetch").
         let id = self.ids[q as usize];
-        // The tile's gemm reads the row once the tile's last point is found.
-        prefetch_row(&self.table[id as usize * self.cin..][..self.cin]);
         let list = kappa as usize;
         let at = list * self.tile_n + self.lens[list];
         self.xs[at] = id;
