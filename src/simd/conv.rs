@@ -264,7 +264,10 @@ mod x86 {
 
     /// Asks for the first cache lines (up to 256 bytes) of the input rows `from..from + n`
     /// (those that exist) while the current group computes: the rows are gathered from
-    /// anywhere in the input table, so the hardware prefetchers cannot guess them.
+    /// anywhere in the input table, so the hardware prefetchers cannot guess them. Into L2
+    /// rather than L1, which measured faster where L1 is small (32 KiB on Zen 4): there the
+    /// lines compete with the tile's output rows and the weights (BENCHMARKS.md, nineteenth
+    /// pass).
     #[inline(always)]
     fn prefetch_rows(a: &GemmArgs<'_>, from: usize, n: usize, cin: usize) {
         let bytes = (cin * 4).min(256);
@@ -273,10 +276,10 @@ mod x86 {
             let p = a.x.as_ptr().wrapping_add(row as usize * cin).cast::<i8>();
             // SAFETY: `off < 4·cin`, inside the row; prefetching never faults.
             unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(p);
+                _mm_prefetch::<_MM_HINT_T1>(p);
                 let mut off = 64;
                 while off < bytes {
-                    _mm_prefetch::<_MM_HINT_T0>(p.add(off));
+                    _mm_prefetch::<_MM_HINT_T1>(p.add(off));
                     off += 64;
                 }
             }
