@@ -349,7 +349,7 @@ impl PairSink for DirectTiles<'_, '_> {
     fn pair(&mut self, kappa: u32, q: u32) {
         // No prefetch of the input row here: the micro-kernel asks for each group's rows
         // while the group before it computes, and a prefetch per pair made the sink wait
-        // on the memory system (BENCHMARKS.md, "The direct sink's input-row prefetch").
+        // on the memory system (BENCHMARKS.md, §1, nineteenth pass).
         let id = self.ids[q as usize];
         let list = kappa as usize;
         let at = list * self.tile_n + self.lens[list];
