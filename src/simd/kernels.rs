@@ -99,81 +99,155 @@ impl Kernels {
 mod tests {
     use super::*;
 
-    /// The conv micro-kernel gives the same bits on every supported level, for every row
-    /// count (every cut into groups of rows) and column tail (every mix of panel widths),
-    /// stored and added, and the product
-    /// of the row-major weights it was given packed.
-    #[test]
-    fn gemm_levels_agree_bit_for_bit() {
-        // Up to two full AVX-512 groups and a part: every way a call is cut into groups.
-        const N: usize = 25;
-        let mut seed = 7u64;
-        let mut next = move || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        };
-        let shapes = [
-            (1, 32),
-            (3, 7),
-            (32, 32),
-            (17, 45),
-            (64, 256),
-            (5, 1),
-            (9, 56),
-            (4, 50),
-            (2, 24),
-        ];
-        for &(cin, cout) in &shapes {
-            let w: Vec<f32> = (0..cin * cout).map(|_| next()).collect();
-            let packed = conv::pack_weights(&w, cin, cout);
-            let rows: Vec<Vec<f32>> = (0..N).map(|_| (0..cin).map(|_| next()).collect()).collect();
-            let init: Vec<f32> = (0..(N + 1) * cout).map(|_| next()).collect();
-            for m in 1..=N {
-                let mut want: Option<Vec<u32>> = None;
-                for level in SimdLevel::supported() {
-                    let k = Kernels::for_level(level);
-                    let mut dst = init.clone();
-                    // The rows in a table, in reverse order after a spare row.
-                    let x: Vec<f32> = std::iter::repeat_n(&rows[0], 1)
-                        .chain(rows[..m].iter().rev())
-                        .flatten()
-                        .copied()
-                        .collect();
-                    let ids: Vec<u32> = (0..m).map(|r| (m - r) as u32).collect();
-                    // Rows in reverse order with a gap, every other one fresh.
-                    let offs: Vec<usize> = (0..m)
-                        .map(|r| ((N - r) * cout) | if r % 2 == 1 { FRESH } else { 0 })
-                        .collect();
-                    (k.gemm)(GemmArgs {
-                        x: &x,
-                        rows: &ids,
-                        w: &packed,
-                        cout,
-                        dst: &mut dst,
-                        offs: &offs,
-                    });
-                    let bits: Vec<u32> = dst.iter().map(|x| x.to_bits()).collect();
-                    match &want {
-                        None => want = Some(bits),
-                        Some(b) => {
-                            assert_eq!(&bits, b, "cin {cin} cout {cout} m {m} level {level}")
-                        }
-                    }
-                }
-                // And the arithmetic is the documented one (checked on the scalar result).
-                let want = want.expect("scalar level always runs");
-                for (r, row) in rows.iter().enumerate().take(m) {
-                    for j in 0..cout {
-                        let mut acc = 0.0f32;
-                        for (ci, &x) in row.iter().enumerate() {
-                            acc = x.mul_add(w[ci * cout + j], acc);
-                        }
-                        let o = (N - r) * cout + j;
-                        let v = if r % 2 == 1 { acc } else { init[o] + acc };
-                        assert_eq!(want[o], v.to_bits());
-                    }
+    /// Runs the conv micro-kernel on every supported level over `m` of `rows` (`m` from 1 to
+    /// all: every cut into groups of rows), stored and added, and checks that every level
+    /// gives the same bits and that they are the documented arithmetic: one FMA chain over
+    /// every input channel, from `+0.0`, on the row-major weights `w` the kernel was given
+    /// packed.
+    fn check_gemm_levels(cin: usize, cout: usize, w: &[f32], rows: &[Vec<f32>], init: &[f32]) {
+        let n = rows.len();
+        let packed = conv::pack_weights(w, cin, cout);
+        for m in 1..=n {
+            let mut want: Option<Vec<u32>> = None;
+            for level in SimdLevel::supported() {
+                let k = Kernels::for_level(level);
+                let mut dst = init.to_vec();
+                // The rows in a table, in reverse order after a spare row.
+                let x: Vec<f32> = std::iter::repeat_n(&rows[0], 1)
+                    .chain(rows[..m].iter().rev())
+                    .flatten()
+                    .copied()
+                    .collect();
+                let ids: Vec<u32> = (0..m).map(|r| (m - r) as u32).collect();
+                // Rows in reverse order with a gap, every other one fresh.
+                let offs: Vec<usize> = (0..m)
+                    .map(|r| ((n - r) * cout) | if r % 2 == 1 { FRESH } else { 0 })
+                    .collect();
+                (k.gemm)(GemmArgs {
+                    x: &x,
+                    rows: &ids,
+                    w: &packed,
+                    cout,
+                    dst: &mut dst,
+                    offs: &offs,
+                });
+                let bits: Vec<u32> = dst.iter().map(|x| x.to_bits()).collect();
+                match &want {
+                    None => want = Some(bits),
+                    Some(b) => assert_eq!(&bits, b, "cin {cin} cout {cout} m {m} level {level}"),
                 }
             }
+            // And the arithmetic is the documented one (checked on the scalar result).
+            let want = want.expect("scalar level always runs");
+            for (r, row) in rows.iter().enumerate().take(m) {
+                for j in 0..cout {
+                    let mut acc = 0.0f32;
+                    for (ci, &x) in row.iter().enumerate() {
+                        acc = x.mul_add(w[ci * cout + j], acc);
+                    }
+                    let o = (n - r) * cout + j;
+                    let v = if r % 2 == 1 { acc } else { init[o] + acc };
+                    assert_eq!(want[o], v.to_bits(), "cin {cin} cout {cout} m {m} row {r}");
+                }
+            }
+        }
+    }
+
+    /// A deterministic stream of values in `[-1, 1)`.
+    fn uniform(seed: u64) -> impl FnMut() -> f32 {
+        let mut seed = seed;
+        move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        }
+    }
+
+    /// Shapes `(cin, cout)`: every mix of panel widths and column tails, and inputs of one
+    /// to several blocks of sixteen channels.
+    const GEMM_SHAPES: [(usize, usize); 10] = [
+        (1, 32),
+        (3, 7),
+        (32, 32),
+        (17, 45),
+        (64, 256),
+        (5, 1),
+        (9, 56),
+        (4, 50),
+        (2, 24),
+        (40, 33),
+    ];
+
+    /// Up to two full AVX-512 groups and a part.
+    const GEMM_ROWS: usize = 25;
+
+    /// The conv micro-kernel gives the same bits on every supported level, for every row
+    /// count and column tail, stored and added, on dense inputs.
+    #[test]
+    fn gemm_levels_agree_bit_for_bit() {
+        let mut next = uniform(7);
+        for (cin, cout) in GEMM_SHAPES {
+            let w: Vec<f32> = (0..cin * cout).map(|_| next()).collect();
+            let rows: Vec<Vec<f32>> = (0..GEMM_ROWS)
+                .map(|_| (0..cin).map(|_| next()).collect())
+                .collect();
+            let init: Vec<f32> = (0..(GEMM_ROWS + 1) * cout).map(|_| next()).collect();
+            check_gemm_levels(cin, cout, &w, &rows, &init);
+        }
+    }
+
+    /// The same on inputs like ReLU outputs, where the AVX-512 kernel skips channels that
+    /// are zero in every row of a group: some channels zero in every row (`+0.0` or `−0.0`),
+    /// others in some rows, channels zero but for a NaN or an infinity; and rows (the last
+    /// five) zero in every channel.
+    #[test]
+    fn gemm_skipping_zero_channels_keeps_every_bit() {
+        let mut next = uniform(11);
+        for (cin, cout) in GEMM_SHAPES {
+            let w: Vec<f32> = (0..cin * cout).map(|_| next()).collect();
+            let rows: Vec<Vec<f32>> = (0..GEMM_ROWS)
+                .map(|r| {
+                    (0..cin)
+                        .map(|c| match (c % 5, (r + c) % 3) {
+                            // Channels zero but for one NaN or infinity: live.
+                            _ if cin > 2 && c + 1 == cin => [0.0, f32::NAN][usize::from(r == 7)],
+                            _ if cin > 2 && c + 2 == cin => {
+                                [0.0, f32::INFINITY][usize::from(r == 9)]
+                            }
+                            (0, _) => 0.0,
+                            (1, _) => -0.0,
+                            (2, 0) => 0.0,
+                            _ if r >= 20 => 0.0,
+                            _ => next().max(0.0),
+                        })
+                        .collect()
+                })
+                .collect();
+            let init: Vec<f32> = (0..(GEMM_ROWS + 1) * cout).map(|_| next()).collect();
+            check_gemm_levels(cin, cout, &w, &rows, &init);
+        }
+    }
+
+    /// A chain that skips zero channels can end at `−0.0` where the full chain ends at `+0.0`
+    /// (an FMA's exact result underflowing from below, then a skipped `0 · w` with `w > 0`):
+    /// the kernel then redoes the block over every channel, so the stored bits stay those of
+    /// the full chain.
+    #[test]
+    fn gemm_chains_ending_at_negative_zero_are_redone() {
+        for (cin, cout) in [(2, 32), (20, 32), (40, 16), (3, 7)] {
+            // Channel 0: a tiny value times a tiny negative weight (`−1e-60` rounds to
+            // `−0.0`); every other channel zero in every row, with positive weights.
+            let w: Vec<f32> = (0..cin * cout)
+                .map(|i| if i < cout { -1e-30 } else { 0.5 })
+                .collect();
+            let rows: Vec<Vec<f32>> = (0..GEMM_ROWS)
+                .map(|_| (0..cin).map(|c| if c == 0 { 1e-30 } else { 0.0 }).collect())
+                .collect();
+            let init = vec![1.0f32; (GEMM_ROWS + 1) * cout];
+            // The full chain ends at `+0.0` and a chain over channel 0 alone at `−0.0`.
+            let full = (1..cin).fold(1e-30f32.mul_add(-1e-30, 0.0), |a, _| 0.0f32.mul_add(0.5, a));
+            assert_eq!(full.to_bits(), 0.0f32.to_bits());
+            assert_eq!(1e-30f32.mul_add(-1e-30, 0.0).to_bits(), (-0.0f32).to_bits());
+            check_gemm_levels(cin, cout, &w, &rows, &init);
         }
     }
 
