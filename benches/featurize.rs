@@ -29,7 +29,7 @@
 //! fraction of numpy's `float32` matmul rate measured in the same run with 2 threads, the
 //! multiply-adds asked of the micro-kernel (`FeaturizeStats::computed_macs`: shared rows and
 //! products computed once) and their time at two cores' FMA peak (a floor under the run's
-//! time on the AVX2 and scalar levels; the AVX-512 kernel skips zero input channels), the
+//! time on the scalar level; the vector kernels skip zero input channels), the
 //! peak RSS of a child process that loads the graph and the matrix and featurizes once
 //! (`/usr/bin/time -v`), and the numpy reference featurizer's time and the relative
 //! difference of the outputs where the reference runs (matrices up to

@@ -55,9 +55,9 @@ pub struct FeaturizeStats {
     /// Multiply-adds asked of the micro-kernel: the products of the rows computed, each
     /// repeated or shared product once, including the rows of slab margins that two slabs
     /// compute (which `dense_macs` counts once). The gap to `dense_macs` is what the shared
-    /// rows and products save. Counted over every input channel: the AVX-512 kernel also
-    /// skips the channels that are zero in every row of its group of rows (see
-    /// `simd::conv`), so it does fewer.
+    /// rows and products save. Counted over every input channel: the AVX2 and AVX-512 kernels also
+    /// skip the channels that are zero in every row of their group of rows (see
+    /// `simd::conv`), so they do fewer.
     pub computed_macs: u64,
     /// Output rows actually computed, over all stencils (points sharing a row count once).
     pub rows_computed: u64,

@@ -24,10 +24,10 @@
 //! a block reads 1 KiB apart, all in a few L1 sets, and the block re-read them from L2 for
 //! each group of rows.)
 //!
-//! **Zero channels skipped (AVX-512).** The kernel's inputs are mostly ReLU outputs, about
-//! half zeros, and most of those zeros fill whole channels of a group of rows. The AVX-512
-//! kernel lists a group's *live* channels (some row holds a value other than `±0.0` there;
-//! a NaN counts as live) and runs the chains over those alone. That leaves every bit as the
+//! **Zero channels skipped (AVX2 and AVX-512).** The kernel's inputs are mostly ReLU
+//! outputs, about half zeros, and most of those zeros fill whole channels of a group of rows.
+//! The vector kernels list a group's *live* channels (some row holds a value other than `±0.0` there;
+//! a NaN counts as live) and run the chains over those alone. That leaves every bit as the
 //! full chains leave it: a skipped step is `fma(±0.0, w, acc)` with `w` finite (weights are
 //! checked at load), which returns `acc` unchanged unless `acc` is `−0.0`. A chain starts at
 //! `+0.0` and reaches `−0.0` only through an FMA whose exact result underflows from below;
@@ -457,7 +457,72 @@ mod x86 {
                 channels: unsafe { std::slice::from_raw_parts(list, len) },
             }
         }
+        /// [`find512`](Self::find512) for AVX2: eight channels of all rows at a time, the
+        /// live ones among them listed through [`LIVE_LANES8`].
+        ///
+        /// # Safety
+        ///
+        /// AVX2 available; each of the group's input rows has `cin` values.
+        #[target_feature(enable = "avx2")]
+        #[inline]
+        unsafe fn find256<const M: usize>(p: &Ptrs<M>, cin: usize, room: &'a mut LiveRoom) -> Self {
+            let list = room.as_mut_ptr().cast::<u32>();
+            let mut len = 0;
+            if cin <= LIVE_MAX {
+                let magnitude = _mm256_set1_epi32(i32::MAX);
+                let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+                for c in (0..cin).step_by(8) {
+                    let n = (cin - c).min(8) as i32;
+                    let k = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes);
+                    let mut any = _mm256_setzero_si256();
+                    for r in 0..M {
+                        // SAFETY: channels `c..c + 8` in `k` are inside row `r`'s values;
+                        // masked-off lanes are not read.
+                        let v = unsafe { _mm256_maskload_epi32(p.xs[r].add(c).cast(), k) };
+                        any = _mm256_or_si256(any, v);
+                    }
+                    let zero = _mm256_cmpeq_epi32(
+                        _mm256_and_si256(any, magnitude),
+                        _mm256_setzero_si256(),
+                    );
+                    let live =
+                        !_mm256_movemask_ps(_mm256_castsi256_ps(zero)) as u32 & ((1 << n) - 1);
+                    let indices = _mm_cvtsi64_si128(LIVE_LANES8[live as usize] as i64);
+                    let channels = _mm256_add_epi32(
+                        _mm256_cvtepu8_epi32(indices),
+                        _mm256_set1_epi32(c as i32),
+                    );
+                    // SAFETY: `len <= c`, and the room has `c + 8 <= LIVE_MAX + 16` entries.
+                    unsafe { _mm256_storeu_si256(list.add(len).cast(), channels) };
+                    len += live.count_ones() as usize;
+                }
+            }
+            // SAFETY: the stores above initialized `list[..len]`.
+            Self {
+                channels: unsafe { std::slice::from_raw_parts(list, len) },
+            }
+        }
     }
+
+    /// For each set of eight lanes (bit `i` for lane `i`), the set lanes ascending, one per
+    /// byte from the lowest.
+    static LIVE_LANES8: [u64; 256] = {
+        let mut table = [0u64; 256];
+        let mut bits = 0;
+        while bits < 256 {
+            let (mut packed, mut at, mut lane) = (0u64, 0, 0);
+            while lane < 8 {
+                if bits & (1 << lane) != 0 {
+                    packed |= (lane as u64) << (8 * at);
+                    at += 1;
+                }
+                lane += 1;
+            }
+            table[bits] = packed;
+            bits += 1;
+        }
+        table
+    };
 
     /// `M` rows × `16·V` columns from `j0`; with `V = 1`, only the lanes in `mask`. The
     /// chains run over the `live` channels, and over every channel where `cin` is wider
@@ -651,15 +716,18 @@ mod x86 {
         let p = Ptrs::<M>::new(a, first, shape);
         let cin = shape.cin;
         let cout = a.cout;
+        let mut room = LiveRoom::uninit();
+        // SAFETY: AVX2 (caller contract); the group's input rows have `cin` values.
+        let live = unsafe { Live::find256(&p, cin, &mut room) };
         let mut j0 = 0;
         // SAFETY: as in `rows512`.
         unsafe {
             while j0 + 16 <= cout {
-                cols256::<M, 2>(&p, cin, cout, j0);
+                cols256::<M, 2>(&p, &live, cin, cout, j0);
                 j0 += 16;
             }
             if j0 + 8 <= cout {
-                cols256::<M, 1>(&p, cin, cout, j0);
+                cols256::<M, 1>(&p, &live, cin, cout, j0);
                 j0 += 8;
             }
         }
@@ -684,32 +752,35 @@ mod x86 {
         }
     }
 
+    /// `M` rows × `8·V` columns from `j0`, the chains over the `live` channels as in
+    /// [`cols512`].
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     unsafe fn cols256<const M: usize, const V: usize>(
         p: &Ptrs<M>,
+        live: &Live,
         cin: usize,
         cout: usize,
         j0: usize,
     ) {
         let fresh = p.fresh;
-        let mut acc = [[_mm256_setzero_ps(); V]; M];
         let (start, width) = super::block_at(cin, cout, j0);
-        let mut wp = p.w.wrapping_add(start);
-        for ci in 0..cin {
-            // SAFETY: `ci < cin`; the block's panel row `ci` has `width >= 8·V` columns from
-            // `wp` (a block never crosses a panel).
-            unsafe {
-                let wv: [__m256; V] = std::array::from_fn(|v| _mm256_loadu_ps(wp.add(8 * v)));
-                for r in 0..M {
-                    let xb = _mm256_set1_ps(*p.xs[r].add(ci));
-                    for v in 0..V {
-                        acc[r][v] = _mm256_fmadd_ps(xb, wv[v], acc[r][v]);
-                    }
+        let wp = p.w.wrapping_add(start);
+        // SAFETY (all calls): the block's panel rows `ci < cin` have `width >= 8·V` columns
+        // from `wp + ci·width` (a block never crosses a panel); input rows have `cin` values.
+        let acc = unsafe {
+            if cin > LIVE_MAX {
+                all_products256::<M, V>(p, cin, wp, width)
+            } else {
+                let channels = live.channels.iter().map(|&ci| ci as usize);
+                let acc = products256::<M, V>(p, channels, wp, width);
+                if live.channels.len() < cin && has_negative_zero256(&acc) {
+                    all_products256::<M, V>(p, cin, wp, width)
+                } else {
+                    acc
                 }
             }
-            wp = wp.wrapping_add(width);
-        }
+        };
         // Without a branch per row, as on AVX-512: every row gets `old + product`, and a
         // fresh row's lanes take the product instead.
         for r in 0..M {
@@ -723,6 +794,103 @@ mod x86 {
                 }
             }
         }
+    }
+    /// [`products512`] for AVX2: `M` rows × `8·V` columns.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 and FMA available; as in [`cols256`], for channels below `cin`.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn products256<const M: usize, const V: usize>(
+        p: &Ptrs<M>,
+        channels: impl Iterator<Item = usize>,
+        wp: *const f32,
+        width: usize,
+    ) -> [[__m256; V]; M] {
+        let mut acc = [[_mm256_setzero_ps(); V]; M];
+        for ci in channels {
+            // SAFETY: `ci < cin` (caller contract).
+            unsafe {
+                let w = wp.add(ci * width);
+                let wv: [__m256; V] = std::array::from_fn(|v| _mm256_loadu_ps(w.add(8 * v)));
+                for r in 0..M {
+                    fma_row256::<V>(&mut acc[r], &wv, p.xs[r], ci);
+                }
+            }
+        }
+        acc
+    }
+
+    /// [`products256`] over every channel `0..cin`, out of line.
+    ///
+    /// # Safety
+    ///
+    /// As in [`products256`].
+    #[target_feature(enable = "avx2,fma")]
+    #[inline(never)]
+    unsafe fn all_products256<const M: usize, const V: usize>(
+        p: &Ptrs<M>,
+        cin: usize,
+        wp: *const f32,
+        width: usize,
+    ) -> [[__m256; V]; M] {
+        // SAFETY: forwarded.
+        unsafe { products256::<M, V>(p, 0..cin, wp, width) }
+    }
+
+    /// [`fma_row`] for AVX2.
+    ///
+    /// # Safety
+    ///
+    /// AVX2 and FMA available; `x.add(ci)` is readable.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    unsafe fn fma_row256<const V: usize>(
+        acc: &mut [__m256; V],
+        w: &[__m256; V],
+        x: *const f32,
+        ci: usize,
+    ) {
+        if V == 2 {
+            // SAFETY: caller contract; the block reads `x[ci]` and nothing else.
+            unsafe {
+                std::arch::asm!(
+                    "vbroadcastss {b}, dword ptr [{x} + 4*{ci}]",
+                    "vfmadd231ps {a0}, {b}, {w0}",
+                    "vfmadd231ps {a1}, {b}, {w1}",
+                    x = in(reg) x,
+                    ci = in(reg) ci,
+                    b = out(ymm_reg) _,
+                    a0 = inout(ymm_reg) acc[0],
+                    a1 = inout(ymm_reg) acc[V - 1],
+                    w0 = in(ymm_reg) w[0],
+                    w1 = in(ymm_reg) w[V - 1],
+                    options(nostack, readonly, preserves_flags),
+                );
+            }
+        } else {
+            // SAFETY: caller contract.
+            let xb = unsafe { _mm256_set1_ps(*x.add(ci)) };
+            for v in 0..V {
+                acc[v] = _mm256_fmadd_ps(xb, w[v], acc[v]);
+            }
+        }
+    }
+
+    /// [`has_negative_zero512`] for AVX2.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn has_negative_zero256<const M: usize, const V: usize>(acc: &[[__m256; V]; M]) -> bool {
+        let negative_zero = _mm256_set1_epi32(i32::MIN);
+        let mut hit = _mm256_setzero_si256();
+        for row in acc {
+            for &v in row {
+                let eq = _mm256_cmpeq_epi32(_mm256_castps_si256(v), negative_zero);
+                hit = _mm256_or_si256(hit, eq);
+            }
+        }
+        _mm256_testz_si256(hit, hit) == 0
     }
 }
 

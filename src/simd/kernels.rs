@@ -195,7 +195,7 @@ mod tests {
         }
     }
 
-    /// The same on inputs like ReLU outputs, where the AVX-512 kernel skips channels that
+    /// The same on inputs like ReLU outputs, where the vector kernels skip channels that
     /// are zero in every row of a group: some channels zero in every row (`+0.0` or `−0.0`),
     /// others in some rows, channels zero but for a NaN or an infinity; and rows (the last
     /// five) zero in every channel.
