@@ -26,16 +26,16 @@
 //!
 //! **Zero channels skipped (AVX2 and AVX-512).** The kernel's inputs are mostly ReLU
 //! outputs, about half zeros, and most of those zeros fill whole channels of a group of rows.
-//! The vector kernels list a group's *live* channels (some row holds a value other than `±0.0` there;
-//! a NaN counts as live) and run the chains over those alone. That leaves every bit as the
-//! full chains leave it: a skipped step is `fma(±0.0, w, acc)` with `w` finite (weights are
-//! checked at load), which returns `acc` unchanged unless `acc` is `−0.0`. A chain starts at
-//! `+0.0` and reaches `−0.0` only through an FMA whose exact result underflows from below;
-//! from there a skipped step with `w > 0` would have made it `+0.0`. So after every step the
-//! chain that skips either equals the full chain or is `−0.0` where the full one is `+0.0`
-//! (a non-zero product then gives both the same value again). A chain that skipped steps and
-//! does not end at `−0.0` is the full chain, bit for bit, and a column block in which some
-//! chain ends at `−0.0` is redone over every channel.
+//! The vector kernels list a group's *live* channels (some row holds a value other than
+//! `±0.0` there; a NaN counts as live) and run the chains over those alone. That leaves every
+//! bit as the full chains leave it: a skipped step is `fma(±0.0, w, acc)` with `w` finite
+//! (weights are checked at load), which returns `acc` unchanged unless `acc` is `−0.0`. A
+//! chain starts at `+0.0` and reaches `−0.0` only through an FMA whose exact result
+//! underflows from below; from there a skipped step with `w > 0` would have made it `+0.0`.
+//! So after every step the chain that skips either equals the full chain or is `−0.0` where
+//! the full one is `+0.0` (a non-zero product then gives both the same value again). A chain
+//! that skipped steps and does not end at `−0.0` is the full chain, bit for bit, and a column
+//! block in which some chain ends at `−0.0` is redone over every channel.
 
 #[cfg(test)]
 thread_local! {
@@ -457,6 +457,7 @@ mod x86 {
                 channels: unsafe { std::slice::from_raw_parts(list, len) },
             }
         }
+
         /// [`find512`](Self::find512) for AVX2: eight channels of all rows at a time, the
         /// live ones among them listed through [`LIVE_LANES8`].
         ///
