@@ -27,9 +27,8 @@
 //! (and 1 thread for `real`), the dense-counted
 //! multiply-adds (every neighbour pair of every conv times `Cin·Cout`), their rate as a
 //! fraction of numpy's `float32` matmul rate measured in the same run with 2 threads, the
-//! multiply-adds asked of the micro-kernel (`FeaturizeStats::computed_macs`: shared rows and
-//! products computed once) and their time at two cores' FMA peak (a floor under the run's
-//! time on the scalar level; the vector kernels skip zero input channels), the
+//! multiply-adds actually done (`FeaturizeStats::computed_macs`: shared rows and products
+//! computed once) and their time at two cores' FMA peak (a floor under the run's time), the
 //! peak RSS of a child process that loads the graph and the matrix and featurizes once
 //! (`/usr/bin/time -v`), and the numpy reference featurizer's time and the relative
 //! difference of the outputs where the reference runs (matrices up to
@@ -464,8 +463,7 @@ impl Bench {
         let (p, t2, stats) = (&r.p, r.t2, &r.stats);
         let gmac = stats.dense_macs as f64 / 1e9;
         let done = stats.computed_macs as f64 / 1e9;
-        // The multiply-adds asked of the kernel, at two cores' FMA peak (a floor under the
-        // run's time unless the kernel skips zero channels).
+        // The multiply-adds done, at two cores' FMA peak: a floor under the run's time.
         let floor = if self.fma_core > 0.0 {
             format!("{:.0}", 1e3 * done / (2.0 * self.fma_core))
         } else {

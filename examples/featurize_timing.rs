@@ -17,8 +17,8 @@
 //! Prints, per matrix and thread count, the median wall time of `run_with_stats` (the least
 //! with `DASHRANK_BEST=1`), the least
 //! CPU time (user + system, from `/proc/self/stat`: less sensitive to other load), the
-//! dense-counted multiply-adds and those asked of the micro-kernel ("done": shared rows and
-//! products computed once; the vector kernels skip zero channels among them), the featurizer's peak charged memory and a digest of the
+//! dense-counted multiply-adds and those actually done ("done": shared rows and products
+//! computed once), the featurizer's peak charged memory and a digest of the
 //! features' bits (FNV-1a; compare it across builds to check that a change kept every bit),
 //! and checks that all thread counts give bit-identical features. Running time only depends on the sparsity
 //! structure and the graph shape, not on the weight values. With `DASHRANK_TRACE=1` it also

@@ -52,12 +52,10 @@ pub struct FeaturizeStats {
     /// of every conv times `Cin · Cout` ("dense-counted"; shared rows make the actual work
     /// smaller).
     pub dense_macs: u64,
-    /// Multiply-adds asked of the micro-kernel: the products of the rows computed, each
-    /// repeated or shared product once, including the rows of slab margins that two slabs
-    /// compute (which `dense_macs` counts once). The gap to `dense_macs` is what the shared
-    /// rows and products save. Counted over every input channel: the AVX2 and AVX-512 kernels also
-    /// skip the channels that are zero in every row of their group of rows (see
-    /// `simd::conv`), so they do fewer.
+    /// Multiply-adds actually done: the products of the rows computed, each repeated or
+    /// shared product once, including the rows of slab margins that two slabs compute
+    /// (which `dense_macs` counts once). The gap to `dense_macs` is what the shared rows
+    /// and products save.
     pub computed_macs: u64,
     /// Output rows actually computed, over all stencils (points sharing a row count once).
     pub rows_computed: u64,
@@ -83,7 +81,7 @@ pub struct StepStats {
     pub rows_computed: u64,
     /// `(output point, neighbour)` pairs it visited.
     pub pairs: u64,
-    /// Multiply-adds it asked of the micro-kernel (see [`FeaturizeStats::computed_macs`]).
+    /// Multiply-adds it actually did (see [`FeaturizeStats::computed_macs`]).
     pub computed_macs: u64,
     /// Seconds per phase, in this order: output coordinates, neighbour jobs (the shared
     /// path's search and key lookups), output tables, rows and sums (the products and the

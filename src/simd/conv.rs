@@ -23,19 +23,6 @@
 //! one contiguous run read front to back. (Row-major slices of 256 columns put the 32 columns
 //! a block reads 1 KiB apart, all in a few L1 sets, and the block re-read them from L2 for
 //! each group of rows.)
-//!
-//! **Zero channels skipped (AVX2 and AVX-512).** The kernel's inputs are mostly ReLU
-//! outputs, about half zeros, and most of those zeros fill whole channels of a group of rows.
-//! The vector kernels list a group's *live* channels (some row holds a value other than
-//! `±0.0` there; a NaN counts as live) and run the chains over those alone. That leaves every
-//! bit as the full chains leave it: a skipped step is `fma(±0.0, w, acc)` with `w` finite
-//! (weights are checked at load), which returns `acc` unchanged unless `acc` is `−0.0`. A
-//! chain starts at `+0.0` and reaches `−0.0` only through an FMA whose exact result
-//! underflows from below; from there a skipped step with `w > 0` would have made it `+0.0`.
-//! So after every step the chain that skips either equals the full chain or is `−0.0` where
-//! the full one is `+0.0` (a non-zero product then gives both the same value again). A chain
-//! that skipped steps and does not end at `−0.0` is the full chain, bit for bit, and a column
-//! block in which some chain ends at `−0.0` is redone over every channel.
 
 #[cfg(test)]
 thread_local! {
@@ -234,7 +221,6 @@ pub(crate) fn gemm_avx512(mut a: GemmArgs<'_>) {
 #[allow(clippy::needless_range_loop)]
 mod x86 {
     use std::arch::x86_64::*;
-    use std::mem::MaybeUninit;
 
     use super::{group_rows, GemmArgs, Shape, FRESH, MR_AVX2, MR_AVX512};
 
@@ -382,180 +368,54 @@ mod x86 {
         let p = Ptrs::<M>::new(a, first, shape);
         let cin = shape.cin;
         let cout = a.cout;
-        let mut room = LiveRoom::uninit();
-        // SAFETY: AVX-512 F (caller contract); the group's input rows have `cin` values.
-        let live = unsafe { Live::find512(&p, cin, &mut room) };
         let mut j0 = 0;
         // SAFETY: every block reads weight columns and writes output columns `j0..j0 + 16·V`
         // (or the masked tail) below `cout`; rows are in bounds (caller contract).
         unsafe {
             while j0 + 32 <= cout {
-                cols512::<M, 2>(&p, &live, cin, cout, j0, 0xFFFF);
+                cols512::<M, 2>(&p, cin, cout, j0, 0xFFFF);
                 j0 += 32;
             }
             if j0 + 16 <= cout {
-                cols512::<M, 1>(&p, &live, cin, cout, j0, 0xFFFF);
+                cols512::<M, 1>(&p, cin, cout, j0, 0xFFFF);
                 j0 += 16;
             }
             if j0 < cout {
                 let mask = ((1u32 << (cout - j0)) - 1) as __mmask16;
-                cols512::<M, 1>(&p, &live, cin, cout, j0, mask);
+                cols512::<M, 1>(&p, cin, cout, j0, mask);
             }
         }
     }
 
-    /// Widest input whose groups skip channels (wider ones take every channel).
-    const LIVE_MAX: usize = 512;
-
-    /// A group's live input channels: those where some row of the group holds a value other
-    /// than `±0.0` (a NaN counts), ascending. The products skip the others (see the module
-    /// docs for why the bits stay those of the full chains).
-    struct Live<'a> {
-        channels: &'a [u32],
-    }
-
-    /// Room for a group's list of live channels, never initialized as a whole: a group
-    /// lists a few dozen, and zeroing the array would cost more than finding them.
-    type LiveRoom = MaybeUninit<[u32; LIVE_MAX + 16]>;
-
-    impl<'a> Live<'a> {
-        /// Lists the live channels of the group's `cin`-wide rows in `room` (none when `cin`
-        /// is wider than [`LIVE_MAX`]): sixteen channels of all rows OR-ed bitwise at a
-        /// time, and the live ones among them compressed onto the list.
-        ///
-        /// # Safety
-        ///
-        /// AVX-512 F available; each of the group's input rows has `cin` values.
-        #[target_feature(enable = "avx512f")]
-        #[inline]
-        unsafe fn find512<const M: usize>(p: &Ptrs<M>, cin: usize, room: &'a mut LiveRoom) -> Self {
-            let list = room.as_mut_ptr().cast::<u32>();
-            let mut len = 0;
-            if cin <= LIVE_MAX {
-                let magnitude = _mm512_set1_epi32(i32::MAX);
-                let lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-                for c in (0..cin).step_by(16) {
-                    let k = (u32::MAX >> (32 - (cin - c).min(16))) as __mmask16;
-                    let mut any = _mm512_setzero_si512();
-                    for r in 0..M {
-                        // SAFETY: channels `c..c + 16` in `k` are inside row `r`'s values.
-                        let v = unsafe { _mm512_maskz_loadu_epi32(k, p.xs[r].add(c).cast()) };
-                        any = _mm512_or_si512(any, v);
-                    }
-                    let live = _mm512_mask_test_epi32_mask(k, any, magnitude);
-                    let channels = _mm512_add_epi32(lanes, _mm512_set1_epi32(c as i32));
-                    // SAFETY: `len <= c`, and the room has `c + 16 <= LIVE_MAX + 16` entries.
-                    unsafe {
-                        let compressed = _mm512_maskz_compress_epi32(live, channels);
-                        _mm512_storeu_si512(list.add(len).cast(), compressed);
-                    }
-                    len += live.count_ones() as usize;
-                }
-            }
-            // SAFETY: the stores above initialized `list[..len]`.
-            Self {
-                channels: unsafe { std::slice::from_raw_parts(list, len) },
-            }
-        }
-
-        /// [`find512`](Self::find512) for AVX2: eight channels of all rows at a time, the
-        /// live ones among them listed through [`LIVE_LANES8`].
-        ///
-        /// # Safety
-        ///
-        /// AVX2 available; each of the group's input rows has `cin` values.
-        #[target_feature(enable = "avx2")]
-        #[inline]
-        unsafe fn find256<const M: usize>(p: &Ptrs<M>, cin: usize, room: &'a mut LiveRoom) -> Self {
-            let list = room.as_mut_ptr().cast::<u32>();
-            let mut len = 0;
-            if cin <= LIVE_MAX {
-                let magnitude = _mm256_set1_epi32(i32::MAX);
-                let lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-                for c in (0..cin).step_by(8) {
-                    let n = (cin - c).min(8) as i32;
-                    let k = _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes);
-                    let mut any = _mm256_setzero_si256();
-                    for r in 0..M {
-                        // SAFETY: channels `c..c + 8` in `k` are inside row `r`'s values;
-                        // masked-off lanes are not read.
-                        let v = unsafe { _mm256_maskload_epi32(p.xs[r].add(c).cast(), k) };
-                        any = _mm256_or_si256(any, v);
-                    }
-                    let zero = _mm256_cmpeq_epi32(
-                        _mm256_and_si256(any, magnitude),
-                        _mm256_setzero_si256(),
-                    );
-                    let live =
-                        !_mm256_movemask_ps(_mm256_castsi256_ps(zero)) as u32 & ((1 << n) - 1);
-                    let indices = _mm_cvtsi64_si128(LIVE_LANES8[live as usize] as i64);
-                    let channels = _mm256_add_epi32(
-                        _mm256_cvtepu8_epi32(indices),
-                        _mm256_set1_epi32(c as i32),
-                    );
-                    // SAFETY: `len <= c`, and the room has `c + 8 <= LIVE_MAX + 16` entries.
-                    unsafe { _mm256_storeu_si256(list.add(len).cast(), channels) };
-                    len += live.count_ones() as usize;
-                }
-            }
-            // SAFETY: the stores above initialized `list[..len]`.
-            Self {
-                channels: unsafe { std::slice::from_raw_parts(list, len) },
-            }
-        }
-    }
-
-    /// For each set of eight lanes (bit `i` for lane `i`), the set lanes ascending, one per
-    /// byte from the lowest.
-    static LIVE_LANES8: [u64; 256] = {
-        let mut table = [0u64; 256];
-        let mut bits = 0;
-        while bits < 256 {
-            let (mut packed, mut at, mut lane) = (0u64, 0, 0);
-            while lane < 8 {
-                if bits & (1 << lane) != 0 {
-                    packed |= (lane as u64) << (8 * at);
-                    at += 1;
-                }
-                lane += 1;
-            }
-            table[bits] = packed;
-            bits += 1;
-        }
-        table
-    };
-
-    /// `M` rows × `16·V` columns from `j0`; with `V = 1`, only the lanes in `mask`. The
-    /// chains run over the `live` channels, and over every channel where `cin` is wider
-    /// than [`LIVE_MAX`] or a chain that skipped channels ends at `−0.0`.
+    /// `M` rows × `16·V` columns from `j0`; with `V = 1`, only the lanes in `mask`.
     #[target_feature(enable = "avx512f,fma")]
     #[inline]
     unsafe fn cols512<const M: usize, const V: usize>(
         p: &Ptrs<M>,
-        live: &Live,
         cin: usize,
         cout: usize,
         j0: usize,
         mask: __mmask16,
     ) {
         let fresh = p.fresh;
+        let mut acc = [[_mm512_setzero_ps(); V]; M];
         let (start, width) = super::block_at(cin, cout, j0);
-        let wp = p.w.wrapping_add(start);
-        // SAFETY (all calls): the block's panel rows `ci < cin` have `width` columns from
-        // `wp + ci·width`, `16·V <= width` or masked to it; input rows have `cin` values.
-        let acc = unsafe {
-            if cin > LIVE_MAX {
-                all_products512::<M, V>(p, cin, wp, width, mask)
-            } else {
-                let channels = live.channels.iter().map(|&ci| ci as usize);
-                let acc = products512::<M, V>(p, channels, wp, width, mask);
-                if live.channels.len() < cin && has_negative_zero512(&acc, mask) {
-                    all_products512::<M, V>(p, cin, wp, width, mask)
-                } else {
-                    acc
+        let mut wp = p.w.wrapping_add(start);
+        for ci in 0..cin {
+            // SAFETY: `ci < cin`; the block's panel row `ci` has `width` columns from `wp`,
+            // `16·V <= width` or masked to it; input rows have `cin` values.
+            unsafe {
+                let wv: [__m512; V] =
+                    std::array::from_fn(|v| _mm512_maskz_loadu_ps(mask, wp.add(16 * v)));
+                for r in 0..M {
+                    let xb = _mm512_set1_ps(*p.xs[r].add(ci));
+                    for v in 0..V {
+                        acc[r][v] = _mm512_fmadd_ps(xb, wv[v], acc[r][v]);
+                    }
                 }
             }
-        };
+            wp = wp.wrapping_add(width);
+        }
         // Without a branch per row (whether a row is fresh follows the data): a fresh row's
         // lanes load nothing and keep the product; the others get `old + product`.
         for r in 0..M {
@@ -571,116 +431,6 @@ mod x86 {
                 }
             }
         }
-    }
-
-    /// The FMA chains of `M` rows × `16·V` columns over `channels` (ascending), from
-    /// `+0.0`; the block's weights for channel `ci` start at `wp + ci·width`.
-    ///
-    /// # Safety
-    ///
-    /// AVX-512 F and FMA available; as in [`cols512`], for channels below `cin`.
-    #[target_feature(enable = "avx512f,fma")]
-    #[inline]
-    unsafe fn products512<const M: usize, const V: usize>(
-        p: &Ptrs<M>,
-        channels: impl Iterator<Item = usize>,
-        wp: *const f32,
-        width: usize,
-        mask: __mmask16,
-    ) -> [[__m512; V]; M] {
-        let mut acc = [[_mm512_setzero_ps(); V]; M];
-        for ci in channels {
-            // SAFETY: `ci < cin` (caller contract).
-            unsafe {
-                let w = wp.add(ci * width);
-                let wv: [__m512; V] =
-                    std::array::from_fn(|v| _mm512_maskz_loadu_ps(mask, w.add(16 * v)));
-                for r in 0..M {
-                    fma_row::<V>(&mut acc[r], &wv, p.xs[r], ci);
-                }
-            }
-        }
-        acc
-    }
-
-    /// [`products512`] over every channel `0..cin`, out of line: for inputs wider than
-    /// [`LIVE_MAX`] and for the blocks redone.
-    ///
-    /// # Safety
-    ///
-    /// As in [`products512`].
-    #[target_feature(enable = "avx512f,fma")]
-    #[inline(never)]
-    unsafe fn all_products512<const M: usize, const V: usize>(
-        p: &Ptrs<M>,
-        cin: usize,
-        wp: *const f32,
-        width: usize,
-        mask: __mmask16,
-    ) -> [[__m512; V]; M] {
-        // SAFETY: forwarded.
-        unsafe { products512::<M, V>(p, 0..cin, wp, width, mask) }
-    }
-
-    /// `acc[v] += x[ci] · w[v]` for each of the `V` vectors (one fused multiply-add per
-    /// lane). For two vectors, the broadcast of `x[ci]` and its two FMAs are one `asm`
-    /// block: written with intrinsics, the compiler issues all of a step's twelve broadcasts
-    /// ahead of their FMAs when `ci` comes from a list, and with 24 accumulators live that
-    /// spills registers to the stack.
-    ///
-    /// # Safety
-    ///
-    /// AVX-512 F and FMA available; `x.add(ci)` is readable.
-    #[target_feature(enable = "avx512f,fma")]
-    #[inline]
-    unsafe fn fma_row<const V: usize>(
-        acc: &mut [__m512; V],
-        w: &[__m512; V],
-        x: *const f32,
-        ci: usize,
-    ) {
-        if V == 2 {
-            // SAFETY: caller contract; the block reads `x[ci]` and nothing else.
-            unsafe {
-                std::arch::asm!(
-                    "vbroadcastss {b}, dword ptr [{x} + 4*{ci}]",
-                    "vfmadd231ps {a0}, {b}, {w0}",
-                    "vfmadd231ps {a1}, {b}, {w1}",
-                    x = in(reg) x,
-                    ci = in(reg) ci,
-                    b = out(zmm_reg) _,
-                    a0 = inout(zmm_reg) acc[0],
-                    a1 = inout(zmm_reg) acc[V - 1],
-                    w0 = in(zmm_reg) w[0],
-                    w1 = in(zmm_reg) w[V - 1],
-                    options(nostack, readonly, preserves_flags),
-                );
-            }
-        } else {
-            // SAFETY: caller contract.
-            let xb = unsafe { _mm512_set1_ps(*x.add(ci)) };
-            for v in 0..V {
-                acc[v] = _mm512_fmadd_ps(xb, w[v], acc[v]);
-            }
-        }
-    }
-
-    /// Whether a lane in `mask` of the chains ends at `−0.0`: the one value at which a
-    /// chain that skipped channels may differ from the full chain (see the module docs).
-    #[target_feature(enable = "avx512f")]
-    #[inline]
-    fn has_negative_zero512<const M: usize, const V: usize>(
-        acc: &[[__m512; V]; M],
-        mask: __mmask16,
-    ) -> bool {
-        let negative_zero = _mm512_set1_epi32(i32::MIN);
-        let mut hit: __mmask16 = 0;
-        for row in acc {
-            for &v in row {
-                hit |= _mm512_mask_cmpeq_epi32_mask(mask, _mm512_castps_si512(v), negative_zero);
-            }
-        }
-        hit != 0
     }
 
     // === AVX2 ===
@@ -717,18 +467,15 @@ mod x86 {
         let p = Ptrs::<M>::new(a, first, shape);
         let cin = shape.cin;
         let cout = a.cout;
-        let mut room = LiveRoom::uninit();
-        // SAFETY: AVX2 (caller contract); the group's input rows have `cin` values.
-        let live = unsafe { Live::find256(&p, cin, &mut room) };
         let mut j0 = 0;
         // SAFETY: as in `rows512`.
         unsafe {
             while j0 + 16 <= cout {
-                cols256::<M, 2>(&p, &live, cin, cout, j0);
+                cols256::<M, 2>(&p, cin, cout, j0);
                 j0 += 16;
             }
             if j0 + 8 <= cout {
-                cols256::<M, 1>(&p, &live, cin, cout, j0);
+                cols256::<M, 1>(&p, cin, cout, j0);
                 j0 += 8;
             }
         }
@@ -753,35 +500,32 @@ mod x86 {
         }
     }
 
-    /// `M` rows × `8·V` columns from `j0`, the chains over the `live` channels as in
-    /// [`cols512`].
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     unsafe fn cols256<const M: usize, const V: usize>(
         p: &Ptrs<M>,
-        live: &Live,
         cin: usize,
         cout: usize,
         j0: usize,
     ) {
         let fresh = p.fresh;
+        let mut acc = [[_mm256_setzero_ps(); V]; M];
         let (start, width) = super::block_at(cin, cout, j0);
-        let wp = p.w.wrapping_add(start);
-        // SAFETY (all calls): the block's panel rows `ci < cin` have `width >= 8·V` columns
-        // from `wp + ci·width` (a block never crosses a panel); input rows have `cin` values.
-        let acc = unsafe {
-            if cin > LIVE_MAX {
-                all_products256::<M, V>(p, cin, wp, width)
-            } else {
-                let channels = live.channels.iter().map(|&ci| ci as usize);
-                let acc = products256::<M, V>(p, channels, wp, width);
-                if live.channels.len() < cin && has_negative_zero256(&acc) {
-                    all_products256::<M, V>(p, cin, wp, width)
-                } else {
-                    acc
+        let mut wp = p.w.wrapping_add(start);
+        for ci in 0..cin {
+            // SAFETY: `ci < cin`; the block's panel row `ci` has `width >= 8·V` columns from
+            // `wp` (a block never crosses a panel).
+            unsafe {
+                let wv: [__m256; V] = std::array::from_fn(|v| _mm256_loadu_ps(wp.add(8 * v)));
+                for r in 0..M {
+                    let xb = _mm256_set1_ps(*p.xs[r].add(ci));
+                    for v in 0..V {
+                        acc[r][v] = _mm256_fmadd_ps(xb, wv[v], acc[r][v]);
+                    }
                 }
             }
-        };
+            wp = wp.wrapping_add(width);
+        }
         // Without a branch per row, as on AVX-512: every row gets `old + product`, and a
         // fresh row's lanes take the product instead.
         for r in 0..M {
@@ -795,103 +539,6 @@ mod x86 {
                 }
             }
         }
-    }
-    /// [`products512`] for AVX2: `M` rows × `8·V` columns.
-    ///
-    /// # Safety
-    ///
-    /// AVX2 and FMA available; as in [`cols256`], for channels below `cin`.
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    unsafe fn products256<const M: usize, const V: usize>(
-        p: &Ptrs<M>,
-        channels: impl Iterator<Item = usize>,
-        wp: *const f32,
-        width: usize,
-    ) -> [[__m256; V]; M] {
-        let mut acc = [[_mm256_setzero_ps(); V]; M];
-        for ci in channels {
-            // SAFETY: `ci < cin` (caller contract).
-            unsafe {
-                let w = wp.add(ci * width);
-                let wv: [__m256; V] = std::array::from_fn(|v| _mm256_loadu_ps(w.add(8 * v)));
-                for r in 0..M {
-                    fma_row256::<V>(&mut acc[r], &wv, p.xs[r], ci);
-                }
-            }
-        }
-        acc
-    }
-
-    /// [`products256`] over every channel `0..cin`, out of line.
-    ///
-    /// # Safety
-    ///
-    /// As in [`products256`].
-    #[target_feature(enable = "avx2,fma")]
-    #[inline(never)]
-    unsafe fn all_products256<const M: usize, const V: usize>(
-        p: &Ptrs<M>,
-        cin: usize,
-        wp: *const f32,
-        width: usize,
-    ) -> [[__m256; V]; M] {
-        // SAFETY: forwarded.
-        unsafe { products256::<M, V>(p, 0..cin, wp, width) }
-    }
-
-    /// [`fma_row`] for AVX2.
-    ///
-    /// # Safety
-    ///
-    /// AVX2 and FMA available; `x.add(ci)` is readable.
-    #[target_feature(enable = "avx2,fma")]
-    #[inline]
-    unsafe fn fma_row256<const V: usize>(
-        acc: &mut [__m256; V],
-        w: &[__m256; V],
-        x: *const f32,
-        ci: usize,
-    ) {
-        if V == 2 {
-            // SAFETY: caller contract; the block reads `x[ci]` and nothing else.
-            unsafe {
-                std::arch::asm!(
-                    "vbroadcastss {b}, dword ptr [{x} + 4*{ci}]",
-                    "vfmadd231ps {a0}, {b}, {w0}",
-                    "vfmadd231ps {a1}, {b}, {w1}",
-                    x = in(reg) x,
-                    ci = in(reg) ci,
-                    b = out(ymm_reg) _,
-                    a0 = inout(ymm_reg) acc[0],
-                    a1 = inout(ymm_reg) acc[V - 1],
-                    w0 = in(ymm_reg) w[0],
-                    w1 = in(ymm_reg) w[V - 1],
-                    options(nostack, readonly, preserves_flags),
-                );
-            }
-        } else {
-            // SAFETY: caller contract.
-            let xb = unsafe { _mm256_set1_ps(*x.add(ci)) };
-            for v in 0..V {
-                acc[v] = _mm256_fmadd_ps(xb, w[v], acc[v]);
-            }
-        }
-    }
-
-    /// [`has_negative_zero512`] for AVX2.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    fn has_negative_zero256<const M: usize, const V: usize>(acc: &[[__m256; V]; M]) -> bool {
-        let negative_zero = _mm256_set1_epi32(i32::MIN);
-        let mut hit = _mm256_setzero_si256();
-        for row in acc {
-            for &v in row {
-                let eq = _mm256_cmpeq_epi32(_mm256_castps_si256(v), negative_zero);
-                hit = _mm256_or_si256(hit, eq);
-            }
-        }
-        _mm256_testz_si256(hit, hit) == 0
     }
 }
 

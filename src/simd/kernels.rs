@@ -195,12 +195,11 @@ mod tests {
         }
     }
 
-    /// The same on inputs like ReLU outputs, where the vector kernels skip channels that
-    /// are zero in every row of a group: some channels zero in every row (`+0.0` or `−0.0`),
-    /// others in some rows, channels zero but for a NaN or an infinity; and rows (the last
-    /// five) zero in every channel.
+    /// The same on inputs like ReLU outputs: some channels zero in every row (`+0.0` or
+    /// `−0.0`), others in some rows, channels zero but for a NaN or an infinity, and rows
+    /// (the last five) zero in every channel.
     #[test]
-    fn gemm_skipping_zero_channels_keeps_every_bit() {
+    fn gemm_levels_agree_on_zero_channels() {
         let mut next = uniform(11);
         for (cin, cout) in GEMM_SHAPES {
             let w: Vec<f32> = (0..cin * cout).map(|_| next()).collect();
@@ -227,12 +226,11 @@ mod tests {
         }
     }
 
-    /// A chain that skips zero channels can end at `−0.0` where the full chain ends at `+0.0`
-    /// (an FMA's exact result underflowing from below, then a skipped `0 · w` with `w > 0`):
-    /// the kernel then redoes the block over every channel, so the stored bits stay those of
-    /// the full chain.
+    /// The same where a chain passes through `−0.0` (an FMA's exact result underflowing from
+    /// below) and then ends at `+0.0` (`0 · w` with `w > 0` added to it): every level keeps
+    /// the sign of the zero the chain ends at.
     #[test]
-    fn gemm_chains_ending_at_negative_zero_are_redone() {
+    fn gemm_levels_agree_through_negative_zero() {
         for (cin, cout) in [(2, 32), (20, 32), (40, 16), (3, 7)] {
             // Channel 0: a tiny value times a tiny negative weight (`−1e-60` rounds to
             // `−0.0`); every other channel zero in every row, with positive weights.
@@ -243,7 +241,7 @@ mod tests {
                 .map(|_| (0..cin).map(|c| if c == 0 { 1e-30 } else { 0.0 }).collect())
                 .collect();
             let init = vec![1.0f32; (GEMM_ROWS + 1) * cout];
-            // The full chain ends at `+0.0` and a chain over channel 0 alone at `−0.0`.
+            // The chain ends at `+0.0`, after `−0.0` from channel 0 alone.
             let full = (1..cin).fold(1e-30f32.mul_add(-1e-30, 0.0), |a, _| 0.0f32.mul_add(0.5, a));
             assert_eq!(full.to_bits(), 0.0f32.to_bits());
             assert_eq!(1e-30f32.mul_add(-1e-30, 0.0).to_bits(), (-0.0f32).to_bits());

@@ -275,8 +275,8 @@ fn whole_graphs_match_naive() {
     }
 }
 
-/// `FeaturizeStats::computed_macs` counts the products asked of the micro-kernel: exactly
-/// its multiply-adds over every input channel (counted per thread, on a one-thread pool), over graphs and
+/// `FeaturizeStats::computed_macs` counts the products actually done: exactly the
+/// micro-kernel's multiply-adds (counted per thread, on a one-thread pool), over graphs and
 /// patterns that take every path (the pattern's products, shared and repeated products,
 /// keyed and direct rows). On the pattern (one input row that every point shares) a conv
 /// multiplies that row by each κ's weights once, however many points it has.
