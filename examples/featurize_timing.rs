@@ -1,11 +1,15 @@
 //! Times the native featurizer on WACO `.csr` matrices with a random-weight graph of the
-//! WACO or the full-size DASH/COGNATE shape.
+//! WACO or the full-size DASH/COGNATE shape, or with a bundle's own featurizer.
 //!
 //! ```text
 //! cargo run --release --no-default-features --example featurize_timing -- \
-//!     [--graph waco|dash] [--threads 2,1] [--repeats 3] [PATH ...]
+//!     [--graph waco|dash | --model DIR] [--threads 2,1] [--repeats 3] [PATH ...]
 //! ```
 //!
+//! - `--model DIR`: the featurizer of the bundle in `DIR` (e.g. `models/waco-spmm`), with its
+//!   real weights. Use it for changes whose cost depends on the values: the random weights
+//!   below leave about half of the activations zero, the real WACO bundle far fewer
+//!   (BENCHMARKS.md, twenty-first pass).
 //! - `waco`: 1→32 k5 s1, then 13 × 32→32 k3 s2, ReLU after each conv, a global-average-pool
 //!   tap after each ReLU, concat → 448 features (the real WACO bundles' shape).
 //! - `dash`: 12 stride-1 convs (k5, then k3) with widths 32, 32, 64, 64, 64, 128, 128, 128,
@@ -20,8 +24,9 @@
 //! dense-counted multiply-adds and those actually done ("done": shared rows and products
 //! computed once), the featurizer's peak charged memory and a digest of the
 //! features' bits (FNV-1a; compare it across builds to check that a change kept every bit),
-//! and checks that all thread counts give bit-identical features. Running time only depends on the sparsity
-//! structure and the graph shape, not on the weight values. With `DASHRANK_TRACE=1` it also
+//! and checks that all thread counts give bit-identical features. Running time depends on the
+//! sparsity structure and the graph shape, and on the weights only where they make
+//! activations zero (the featurizer does not look at them now). With `DASHRANK_TRACE=1` it also
 //! prints the time of every featurizer step (the library's `log::trace!` records) to stderr;
 //! `DASHRANK_BAND_ENTRIES=N` sets `FeaturizeOptions::band_entries`, and
 //! `DASHRANK_WACO_LAYERS=N` keeps only the first N convs of the WACO graph.
@@ -33,6 +38,7 @@ use std::time::Instant;
 use dashrank::featurize::spec::{AttrValue, GraphSpec, NodeSpec, TensorSpec};
 use dashrank::featurize::{FeaturizeOptions, FeaturizeStats, FeaturizerGraph, SPARSE_DOMAIN};
 use dashrank::pattern::CsrPattern;
+use dashrank::{LoadOptions, Model};
 
 /// Builds graphs with seeded uniform weights.
 struct Builder {
@@ -232,18 +238,21 @@ fn time_runs(
 /// The command line (see the module docs).
 struct Args {
     shape: String,
+    /// A bundle whose featurizer to time instead of `shape`'s graph.
+    model: Option<PathBuf>,
     threads: Vec<usize>,
     repeats: usize,
     paths: Vec<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, Box<dyn std::error::Error>> {
-    let (mut shape, mut threads, mut repeats, mut paths) =
-        ("waco".to_string(), vec![2, 1], 3, Vec::new());
+    let (mut shape, mut model, mut threads, mut repeats, mut paths) =
+        ("waco".to_string(), None, vec![2, 1], 3, Vec::new());
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--graph" => shape = args.next().ok_or("--graph needs a value")?,
+            "--model" => model = Some(PathBuf::from(args.next().ok_or("--model needs a value")?)),
             "--threads" => {
                 let v = args.next().ok_or("--threads needs a value")?;
                 threads = v.split(',').map(str::parse).collect::<Result<_, _>>()?;
@@ -257,6 +266,7 @@ fn parse_args() -> Result<Args, Box<dyn std::error::Error>> {
     }
     Ok(Args {
         shape,
+        model,
         threads,
         repeats,
         paths,
@@ -333,12 +343,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         log::set_logger(&StderrLogger).map_err(|e| e.to_string())?;
         log::set_max_level(log::LevelFilter::Trace);
     }
-    let spec = match args.shape.as_str() {
-        "waco" => waco_graph(42),
-        "dash" => dash_graph(42),
-        other => return Err(format!("unknown graph '{other}' (waco or dash)").into()),
+    let model = match &args.model {
+        Some(dir) => Some(Model::load(dir, &LoadOptions::default())?),
+        None => None,
     };
-    let graph = FeaturizerGraph::from_spec(&spec)?;
+    let synthetic;
+    let graph = match &model {
+        Some(m) => m.featurizer(),
+        None => {
+            let spec = match args.shape.as_str() {
+                "waco" => waco_graph(42),
+                "dash" => dash_graph(42),
+                other => return Err(format!("unknown graph '{other}' (waco or dash)").into()),
+            };
+            synthetic = FeaturizerGraph::from_spec(&spec)?;
+            &synthetic
+        }
+    };
     let files = csr_files(args.paths)?;
     println!(
         "{:<22} {:>9} {:>9} {:>9} {:>4} {:>10} {:>9} {:>8} {:>8} {:>9} {:>16}",
@@ -355,7 +376,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "digest"
     );
     for path in files {
-        time_matrix(&graph, &path, &args.threads, args.repeats)?;
+        time_matrix(graph, &path, &args.threads, args.repeats)?;
     }
     Ok(())
 }

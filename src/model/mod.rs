@@ -305,6 +305,25 @@ impl Model {
         &self.info
     }
 
+    /// The bundle's featurizer graph, the one [`Model::conv_features`] runs (with the load
+    /// options' threads and memory budget): for callers that want a run's statistics or
+    /// options of their own.
+    ///
+    /// ```no_run
+    /// use dashrank::featurize::FeaturizeOptions;
+    /// use dashrank::{CsrPattern, LoadOptions, Model};
+    ///
+    /// let model = Model::load("models/waco-spmm", &LoadOptions::default())?;
+    /// let pattern = CsrPattern::read_waco_csr("matrix.csr")?;
+    /// let options = FeaturizeOptions { threads: Some(1), ..Default::default() };
+    /// let (features, stats) = model.featurizer().run_with_stats(&pattern, &options)?;
+    /// println!("{} features, {} multiply-adds", features.len(), stats.computed_macs);
+    /// # Ok::<(), dashrank::Error>(())
+    /// ```
+    pub fn featurizer(&self) -> &FeaturizerGraph {
+        &self.featurizer
+    }
+
     /// The schedule schema of a head.
     pub fn schema(&self, head: &str) -> Result<&Schema> {
         Ok(&self.head(head)?.schema)
