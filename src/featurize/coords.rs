@@ -97,6 +97,18 @@ impl Coords {
         }
     }
 
+    /// Drops the rows before the row with index `first`, in place (the allocations are
+    /// kept for the rows appended next).
+    pub fn keep_rows_from(&mut self, first: usize) {
+        let base = self.row_start[first];
+        self.rows.drain(..first);
+        self.cols.drain(..base);
+        self.row_start.drain(..first);
+        for s in &mut self.row_start {
+            *s -= base;
+        }
+    }
+
     /// Appends `other`, whose rows all lie after this one's.
     pub fn append(&mut self, other: &Coords) {
         debug_assert!(match (self.rows.last(), other.rows.first()) {

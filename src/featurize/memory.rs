@@ -153,6 +153,21 @@ impl RowBuf {
         self.len = n;
     }
 
+    /// Sets the length to `n` without moving the values when the allocation holds `n`
+    /// aligned values from the current start (values past the old length are zeros or
+    /// stale); `false`, and unchanged, when it would have to move.
+    pub fn resize_in_place(&mut self, n: usize) -> bool {
+        let end = self.start + n;
+        if end > self.buf.capacity() {
+            return false;
+        }
+        if self.buf.len() < end {
+            self.buf.resize(end, 0.0);
+        }
+        self.len = n;
+        true
+    }
+
     /// Values allocated.
     fn capacity(&self) -> usize {
         self.buf.capacity()

@@ -300,12 +300,14 @@ impl<'m> Run<'_, 'm> {
         }
     }
 
-    /// A table for the halo's rows and `band_rows` more, with the halo's rows copied in,
-    /// charged to the budget with the window it will belong to.
+    /// A table for the halo's rows and `band_rows` more, with the halo's rows in front,
+    /// charged to the budget with the window it will belong to: the halo's own table grown
+    /// in place when its allocation holds them (the rows then stay where they are), else a
+    /// pooled one they are copied into.
     fn new_table(
         &self,
         node: &str,
-        halo: &Window<'m>,
+        halo: &mut Window<'m>,
         out: &Coords,
         band_rows: usize,
     ) -> Result<(RowBuf, Charge<'m>)> {
@@ -318,9 +320,13 @@ impl<'m> Run<'_, 'm> {
             c,
         );
         let charge = self.mem.charge(bytes, node, "the rows of a band")?;
-        let mut table = self.pool.take(rows * c);
-        let h = halo.table_rows() * c;
-        table[..h].copy_from_slice(&halo.table[..h]);
+        let mut table = std::mem::take(&mut halo.table);
+        if !table.resize_in_place(rows * c) {
+            let h = halo.table_rows() * c;
+            let mut fresh = self.pool.take(rows * c);
+            fresh[..h].copy_from_slice(&table[..h]);
+            self.pool.give(std::mem::replace(&mut table, fresh));
+        }
         Ok((table, charge))
     }
 
@@ -330,7 +336,7 @@ impl<'m> Run<'_, 'm> {
         si: usize,
         x: &Window<'m>,
         owned: Coords,
-        halo: Window<'m>,
+        mut halo: Window<'m>,
         memo: MemoUse<'_>,
     ) -> Result<(Window<'m>, Vec<TreeSum>)> {
         let out = &owned;
@@ -339,7 +345,7 @@ impl<'m> Run<'_, 'm> {
         let (op, node) = (step.op.as_ref(), step.name.as_str());
         let c = op.cout();
         let started = Instant::now();
-        let (mut table, charge) = self.new_table(node, &halo, out, out.len())?;
+        let (mut table, charge) = self.new_table(node, &mut halo, out, out.len())?;
         let halo_rows = halo.table_rows();
         let tasks = tasks(out, task_points(op.macs_per_pair()));
         let mut slices: Vec<&mut [f32]> = Vec::with_capacity(tasks.len());
@@ -474,7 +480,7 @@ impl<'m> Run<'_, 'm> {
         si: usize,
         x: &Window<'m>,
         owned: Coords,
-        halo: Window<'m>,
+        mut halo: Window<'m>,
         memo: MemoUse<'_>,
     ) -> Result<(Window<'m>, Vec<TreeSum>)> {
         let out = &owned;
@@ -504,7 +510,7 @@ impl<'m> Run<'_, 'm> {
         let products = self.shared_products(&s, &mut band)?;
         let products = products.as_ref().map(|(p, _)| p);
         laps.lap(&mut self.phases, 1);
-        let (mut table, charge) = self.new_table(s.node, &halo, out, band.rows)?;
+        let (mut table, charge) = self.new_table(s.node, &mut halo, out, band.rows)?;
         let halo_rows = halo.table_rows();
         laps.lap(&mut self.phases, 2);
         // Phase B: the jobs' rows, list by list; then every task's pooled sums.

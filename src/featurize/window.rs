@@ -72,8 +72,9 @@ impl<'m> Window<'m> {
         self.shared == [true]
     }
 
-    /// The rows at or after row coordinate `lo`, in a new compact window (table rows that no
-    /// kept point uses are dropped, ids renumbered), charged to `mem`.
+    /// The rows at or after row coordinate `lo`, compacted within the same table (table rows
+    /// that no kept point uses are dropped, ids renumbered in the rows' order), charged to
+    /// `mem`.
     pub fn keep_from(
         self,
         lo: i64,
@@ -91,32 +92,40 @@ impl<'m> Window<'m> {
             return Ok(Window::empty(c));
         }
         let pts = self.coords.points_of(keep.clone());
-        let coords = self.coords.copy_rows(keep);
-        // Old row id → new, in order of first use.
-        let mut map = vec![u32::MAX; self.shared.len()];
-        let mut order: Vec<u32> = Vec::new();
-        let ids: Vec<u32> = self.ids[pts]
+        let mut coords = self.coords;
+        coords.keep_rows_from(keep.start);
+        let kept_ids = &self.ids[pts];
+        let (lo_id, hi_id) = kept_ids
             .iter()
-            .map(|&id| {
-                let m = &mut map[id as usize];
-                if *m == u32::MAX {
-                    *m = order.len() as u32;
-                    order.push(id);
-                }
-                *m
-            })
-            .collect();
-        let bytes = Self::bytes_for(ids.len(), coords.rows.len(), order.len(), c);
-        let charge = mem.charge(bytes, node, "the halo rows kept for the next band")?;
-        let mut table = pool.take(order.len() * c);
-        let mut shared = Vec::with_capacity(order.len());
-        for (dst, &id) in table.chunks_exact_mut(c.max(1)).zip(&order) {
-            dst.copy_from_slice(self.row(id));
+            .fold((u32::MAX, 0), |(lo, hi), &id| (lo.min(id), hi.max(id)));
+        // Old row id → new, in ascending order of the old ids: no row moves to a higher
+        // place, so the kept rows are compacted within the table they are in.
+        let mut map = vec![u32::MAX; (hi_id - lo_id) as usize + 1];
+        for &id in kept_ids {
+            map[(id - lo_id) as usize] = 0;
         }
-        // A kept row stays shared when it was: the points that shared it may be split by
-        // the cut, but "shared" only has to be true for rows used by two or more points.
-        shared.extend(order.iter().map(|&id| self.shared[id as usize]));
-        pool.give(self.table);
+        let mut table = self.table;
+        let mut shared = Vec::new();
+        let mut moves = RowMoves::new(c);
+        for (i, m) in map.iter_mut().enumerate() {
+            if *m != u32::MAX {
+                *m = shared.len() as u32;
+                let old = lo_id as usize + i;
+                moves.push(&mut table, old, shared.len());
+                // A kept row stays shared when it was: the points that shared it may be
+                // split by the cut, but "shared" only has to be true for rows used by two
+                // or more points.
+                shared.push(self.shared[old]);
+            }
+        }
+        moves.flush(&mut table);
+        let ids: Vec<u32> = kept_ids
+            .iter()
+            .map(|&id| map[(id - lo_id) as usize])
+            .collect();
+        let bytes = Self::bytes_for(ids.len(), coords.rows.len(), shared.len(), c);
+        let charge = mem.charge(bytes, node, "the halo rows kept for the next band")?;
+        table.resize_in_place(shared.len() * c);
         Ok(Window {
             coords,
             ids,
@@ -130,5 +139,98 @@ impl<'m> Window<'m> {
     /// Returns the table buffer to the pool.
     pub fn release(self, pool: &BufferPool) {
         pool.give(self.table);
+    }
+}
+
+/// Moves of table rows to lower places, run by run (a run of consecutive rows moves in one
+/// copy).
+struct RowMoves {
+    c: usize,
+    /// The pending run: first row's place, its new place, rows.
+    run: (usize, usize, usize),
+}
+
+impl RowMoves {
+    fn new(c: usize) -> Self {
+        Self { c, run: (0, 0, 0) }
+    }
+
+    /// Moves row `from` to row `to` (`to ≤ from`, after every earlier move's rows).
+    fn push(&mut self, table: &mut [f32], from: usize, to: usize) {
+        let (f, t, n) = self.run;
+        if n > 0 && f + n == from && t + n == to {
+            self.run.2 += 1;
+            return;
+        }
+        self.flush(table);
+        self.run = (from, to, 1);
+    }
+
+    /// Does the pending move.
+    fn flush(&mut self, table: &mut [f32]) {
+        let (f, t, n) = std::mem::take(&mut self.run);
+        if n > 0 && f != t {
+            let c = self.c;
+            table.copy_within(f * c..(f + n) * c, t * c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Four rows of points whose ids share table rows out of order, with row `r` of the
+    /// table filled with `r`'s value in both channels.
+    fn shared_window(mem: &Memory) -> Window<'_> {
+        let coords = Coords {
+            rows: vec![0, 2, 4, 6],
+            row_start: vec![0, 2, 4, 7, 9],
+            cols: vec![0, 4, 2, 6, 0, 2, 8, 4, 6],
+        };
+        let ids = vec![5, 0, 4, 1, 6, 2, 6, 3, 2];
+        let table: Vec<f32> = (0..7).flat_map(|r| [r as f32, 10.0 + r as f32]).collect();
+        Window {
+            coords,
+            ids,
+            table: RowBuf::from_vec(table),
+            shared: vec![false, false, true, false, false, false, true],
+            channels: 2,
+            charge: Some(mem.charge(64, "test", "a window").unwrap()),
+        }
+    }
+
+    #[test]
+    fn kept_points_keep_their_rows_compacted_in_place() {
+        let mem = Memory::new(1 << 20);
+        let pool = BufferPool::default();
+        let before = shared_window(&mem);
+        let expected: Vec<Vec<f32>> = (4..9).map(|p| before.row(before.ids[p]).to_vec()).collect();
+        let address = before.table.as_ptr();
+        let kept = before.keep_from(4, &pool, &mem, "test").unwrap();
+        assert_eq!(kept.coords.rows, [4, 6]);
+        assert_eq!(kept.coords.row_start, [0, 3, 5]);
+        assert_eq!(kept.coords.cols, [0, 2, 8, 4, 6]);
+        // Old rows 2, 3, 6 (ascending), so ids 6, 2, 6, 3, 2 → 2, 0, 2, 1, 0.
+        assert_eq!(kept.ids, [2, 0, 2, 1, 0]);
+        assert_eq!(kept.shared, [true, false, true]);
+        assert_eq!(kept.table.len(), 3 * 2);
+        assert_eq!(kept.table.as_ptr(), address);
+        let got: Vec<Vec<f32>> = kept.ids.iter().map(|&id| kept.row(id).to_vec()).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn keeping_nothing_or_everything() {
+        let mem = Memory::new(1 << 20);
+        let pool = BufferPool::default();
+        let all = shared_window(&mem)
+            .keep_from(0, &pool, &mem, "test")
+            .unwrap();
+        assert_eq!(all.ids, [5, 0, 4, 1, 6, 2, 6, 3, 2]);
+        let none = shared_window(&mem)
+            .keep_from(7, &pool, &mem, "test")
+            .unwrap();
+        assert_eq!((none.len(), none.table_rows()), (0, 0));
     }
 }
