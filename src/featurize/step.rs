@@ -88,6 +88,23 @@ fn task_sums(
     sum
 }
 
+thread_local! {
+    /// `0, 1, 2, …`: the rows of a direct-path task's points, kept per thread.
+    static IDENTITY: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Calls `f` with the ids `0..n`.
+fn with_identity<R>(n: usize, f: impl FnOnce(&[u32]) -> R) -> R {
+    IDENTITY.with(|ids| {
+        let mut ids = ids.borrow_mut();
+        let have = ids.len();
+        if have < n {
+            ids.extend(have as u32..n as u32);
+        }
+        f(&ids[..n])
+    })
+}
+
 /// Per κ, the indices (ascending) of the shared rows (`index`: a row id's index among them,
 /// or `u32::MAX`; `rows` of them) that some pair of `lists` reads with that κ: the products of
 /// [`Stencil::row_products`] a band step needs. (A shared row is read with a few of the
@@ -365,8 +382,9 @@ impl<'m> Run<'_, 'm> {
             .map(|(rows, dst)| {
                 let (pairs, record) = op.compute_direct(x, out, rows.clone(), dst, memo, k);
                 let sums = pooled.then(|| {
-                    let ids: Vec<u32> = (0..dst.len() / c.max(1)).map(|i| i as u32).collect();
-                    task_sums(out, rows.clone(), dst, &ids, (c, t_y), slab, k)
+                    with_identity(dst.len() / c.max(1), |ids| {
+                        task_sums(out, rows.clone(), dst, ids, (c, t_y), slab, k)
+                    })
                 });
                 (pairs, sums, record)
             })
