@@ -186,16 +186,23 @@ impl Coords {
                 (cols, counts)
             })
             .collect();
-        let total = parts.iter().map(|p| p.0.len()).sum();
-        let mut cols = Vec::with_capacity(total);
         let mut row_start = Vec::with_capacity(groups.len() + 1);
         row_start.push(0);
-        for (part, counts) in &parts {
-            cols.extend_from_slice(part);
+        for (_, counts) in &parts {
             for &n in counts {
                 row_start.push(row_start[row_start.len() - 1] + n);
             }
         }
+        // One chunk's columns are the result as they are.
+        let cols = if parts.len() == 1 {
+            parts.into_iter().next().map(|p| p.0).unwrap_or_default()
+        } else {
+            let mut cols = Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum());
+            for (part, _) in &parts {
+                cols.extend_from_slice(part);
+            }
+            cols
+        };
         Self {
             rows: groups.iter().map(|g| g.0).collect(),
             row_start,

@@ -94,35 +94,40 @@ impl<'m> Window<'m> {
         let pts = self.coords.points_of(keep.clone());
         let mut coords = self.coords;
         coords.keep_rows_from(keep.start);
-        let kept_ids = &self.ids[pts];
-        let (lo_id, hi_id) = kept_ids
+        // The ids and flags are rewritten in their own vectors too, so the next band's
+        // fit in the allocations this one's had.
+        let mut ids = self.ids;
+        ids.drain(..pts.start);
+        let (lo_id, hi_id) = ids
             .iter()
             .fold((u32::MAX, 0), |(lo, hi), &id| (lo.min(id), hi.max(id)));
         // Old row id → new, in ascending order of the old ids: no row moves to a higher
-        // place, so the kept rows are compacted within the table they are in.
+        // place, so the kept rows are compacted within the table (and the flags within
+        // theirs) they are in.
         let mut map = vec![u32::MAX; (hi_id - lo_id) as usize + 1];
-        for &id in kept_ids {
+        for &id in &ids {
             map[(id - lo_id) as usize] = 0;
         }
-        let mut table = self.table;
-        let mut shared = Vec::new();
+        let (mut table, mut shared) = (self.table, self.shared);
+        let mut kept = 0;
         let mut moves = RowMoves::new(c);
         for (i, m) in map.iter_mut().enumerate() {
             if *m != u32::MAX {
-                *m = shared.len() as u32;
+                *m = kept as u32;
                 let old = lo_id as usize + i;
-                moves.push(&mut table, old, shared.len());
+                moves.push(&mut table, old, kept);
                 // A kept row stays shared when it was: the points that shared it may be
                 // split by the cut, but "shared" only has to be true for rows used by two
                 // or more points.
-                shared.push(self.shared[old]);
+                shared[kept] = shared[old];
+                kept += 1;
             }
         }
         moves.flush(&mut table);
-        let ids: Vec<u32> = kept_ids
-            .iter()
-            .map(|&id| map[(id - lo_id) as usize])
-            .collect();
+        shared.truncate(kept);
+        for id in &mut ids {
+            *id = map[(*id - lo_id) as usize];
+        }
         let bytes = Self::bytes_for(ids.len(), coords.rows.len(), shared.len(), c);
         let charge = mem.charge(bytes, node, "the halo rows kept for the next band")?;
         table.resize_in_place(shared.len() * c);
