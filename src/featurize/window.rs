@@ -14,6 +14,12 @@ use super::coords::Coords;
 use super::memory::{BufferPool, Charge, Memory, RowBuf};
 use crate::error::Result;
 
+/// A window cut down to a halo of at least `1 / HALO_IN_PLACE` of its points keeps it in
+/// its own table and vectors, and the next band grows them in place; a smaller halo is
+/// copied out and the large table returned to the pool for the next layer. It trades the
+/// copies of large halos against the memory of tables held between bands.
+const HALO_IN_PLACE: usize = 4;
+
 /// Rows of a sparse value held at one time (see the module docs).
 #[derive(Debug)]
 pub(crate) struct Window<'m> {
@@ -92,45 +98,65 @@ impl<'m> Window<'m> {
             return Ok(Window::empty(c));
         }
         let pts = self.coords.points_of(keep.clone());
-        let mut coords = self.coords;
-        coords.keep_rows_from(keep.start);
-        // The ids and flags are rewritten in their own vectors too, so the next band's
-        // fit in the allocations this one's had.
-        let mut ids = self.ids;
-        ids.drain(..pts.start);
+        // A large halo stays in the window's own vectors and table (no copy), a small one
+        // moves to small ones and the large ones go back to the pool.
+        let in_place = (self.ids.len() - pts.start) * HALO_IN_PLACE >= self.ids.len();
+        let (coords, mut ids) = if in_place {
+            let (mut coords, mut ids) = (self.coords, self.ids);
+            coords.keep_rows_from(keep.start);
+            ids.drain(..pts.start);
+            (coords, ids)
+        } else {
+            (self.coords.copy_rows(keep), self.ids[pts].to_vec())
+        };
         let (lo_id, hi_id) = ids
             .iter()
             .fold((u32::MAX, 0), |(lo, hi), &id| (lo.min(id), hi.max(id)));
-        // Old row id → new, in ascending order of the old ids: no row moves to a higher
-        // place, so the kept rows are compacted within the table (and the flags within
-        // theirs) they are in.
+        // Old row id → new, in ascending order of the old ids (so no row moves to a higher
+        // place when the rows are compacted within their table).
         let mut map = vec![u32::MAX; (hi_id - lo_id) as usize + 1];
         for &id in &ids {
             map[(id - lo_id) as usize] = 0;
         }
-        let (mut table, mut shared) = (self.table, self.shared);
         let mut kept = 0;
-        let mut moves = RowMoves::new(c);
-        for (i, m) in map.iter_mut().enumerate() {
-            if *m != u32::MAX {
-                *m = kept as u32;
-                let old = lo_id as usize + i;
-                moves.push(&mut table, old, kept);
-                // A kept row stays shared when it was: the points that shared it may be
-                // split by the cut, but "shared" only has to be true for rows used by two
-                // or more points.
-                shared[kept] = shared[old];
-                kept += 1;
-            }
+        for m in map.iter_mut().filter(|m| **m != u32::MAX) {
+            *m = kept;
+            kept += 1;
         }
-        moves.flush(&mut table);
-        shared.truncate(kept);
+        let kept_rows = || {
+            map.iter()
+                .enumerate()
+                .filter(|(_, &m)| m != u32::MAX)
+                .map(|(i, &m)| (lo_id as usize + i, m as usize))
+        };
+        // A kept row stays shared when it was: the points that shared it may be split by
+        // the cut, but "shared" only has to be true for rows used by two or more points.
+        let (table, shared) = if in_place {
+            let (mut table, mut shared) = (self.table, self.shared);
+            let mut moves = RowMoves::new(c);
+            for (old, new) in kept_rows() {
+                moves.push(&mut table, old, new);
+                shared[new] = shared[old];
+            }
+            moves.flush(&mut table);
+            shared.truncate(kept as usize);
+            table.resize_in_place(kept as usize * c);
+            (table, shared)
+        } else {
+            let mut table = pool.take(kept as usize * c);
+            let mut shared = Vec::with_capacity(kept as usize);
+            for (old, new) in kept_rows() {
+                table[new * c..(new + 1) * c].copy_from_slice(&self.table[old * c..][..c]);
+                shared.push(self.shared[old]);
+            }
+            pool.give(self.table);
+            (table, shared)
+        };
         for id in &mut ids {
             *id = map[(*id - lo_id) as usize];
         }
         let bytes = Self::bytes_for(ids.len(), coords.rows.len(), shared.len(), c);
         let charge = mem.charge(bytes, node, "the halo rows kept for the next band")?;
-        table.resize_in_place(shared.len() * c);
         Ok(Window {
             coords,
             ids,
@@ -221,6 +247,25 @@ mod tests {
         assert_eq!(kept.shared, [true, false, true]);
         assert_eq!(kept.table.len(), 3 * 2);
         assert_eq!(kept.table.as_ptr(), address);
+        let got: Vec<Vec<f32>> = kept.ids.iter().map(|&id| kept.row(id).to_vec()).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn a_small_halo_moves_to_a_small_table() {
+        let mem = Memory::new(1 << 20);
+        let pool = BufferPool::default();
+        let before = shared_window(&mem);
+        let expected: Vec<Vec<f32>> = (7..9).map(|p| before.row(before.ids[p]).to_vec()).collect();
+        let address = before.table.as_ptr();
+        let kept = before.keep_from(6, &pool, &mem, "test").unwrap();
+        assert_eq!(kept.coords.rows, [6]);
+        assert_eq!(kept.coords.row_start, [0, 2]);
+        // Old rows 3, 2 → 1, 0.
+        assert_eq!(kept.ids, [1, 0]);
+        assert_eq!(kept.shared, [true, false]);
+        assert_eq!(kept.table.len(), 2 * 2);
+        assert_ne!(kept.table.as_ptr(), address);
         let got: Vec<Vec<f32>> = kept.ids.iter().map(|&id| kept.row(id).to_vec()).collect();
         assert_eq!(got, expected);
     }
