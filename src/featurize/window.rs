@@ -78,9 +78,10 @@ impl<'m> Window<'m> {
         self.shared == [true]
     }
 
-    /// The rows at or after row coordinate `lo`, compacted within the same table (table rows
-    /// that no kept point uses are dropped, ids renumbered in the rows' order), charged to
-    /// `mem`.
+    /// The rows at or after row coordinate `lo` (table rows that no kept point uses are
+    /// dropped, ids renumbered in the rows' order), charged to `mem`: compacted within the
+    /// window's own table and vectors, or copied into small ones when they are few (see
+    /// [`HALO_IN_PLACE`]).
     pub fn keep_from(
         self,
         lo: i64,
