@@ -110,52 +110,17 @@ impl<'m> Window<'m> {
         } else {
             (self.coords.copy_rows(keep), self.ids[pts].to_vec())
         };
-        let (lo_id, hi_id) = ids
-            .iter()
-            .fold((u32::MAX, 0), |(lo, hi), &id| (lo.min(id), hi.max(id)));
-        // Old row id → new, in ascending order of the old ids (so no row moves to a higher
-        // place when the rows are compacted within their table).
-        let mut map = vec![u32::MAX; (hi_id - lo_id) as usize + 1];
-        for &id in &ids {
-            map[(id - lo_id) as usize] = 0;
-        }
-        let mut kept = 0;
-        for m in map.iter_mut().filter(|m| **m != u32::MAX) {
-            *m = kept;
-            kept += 1;
-        }
-        let kept_rows = || {
-            map.iter()
-                .enumerate()
-                .filter(|(_, &m)| m != u32::MAX)
-                .map(|(i, &m)| (lo_id as usize + i, m as usize))
-        };
+        let renumber = Renumbering::of(&ids);
         // A kept row stays shared when it was: the points that shared it may be split by
         // the cut, but "shared" only has to be true for rows used by two or more points.
         let (table, shared) = if in_place {
-            let (mut table, mut shared) = (self.table, self.shared);
-            let mut moves = RowMoves::new(c);
-            for (old, new) in kept_rows() {
-                moves.push(&mut table, old, new);
-                shared[new] = shared[old];
-            }
-            moves.flush(&mut table);
-            shared.truncate(kept as usize);
-            table.resize_in_place(kept as usize * c);
-            (table, shared)
+            renumber.compact(self.table, self.shared, c)
         } else {
-            let mut table = pool.take(kept as usize * c);
-            let mut shared = Vec::with_capacity(kept as usize);
-            for (old, new) in kept_rows() {
-                table[new * c..(new + 1) * c].copy_from_slice(&self.table[old * c..][..c]);
-                shared.push(self.shared[old]);
-            }
+            let kept = renumber.copy(&self.table, &self.shared, pool, c);
             pool.give(self.table);
-            (table, shared)
+            kept
         };
-        for id in &mut ids {
-            *id = map[(*id - lo_id) as usize];
-        }
+        renumber.apply(&mut ids);
         let bytes = Self::bytes_for(ids.len(), coords.rows.len(), shared.len(), c);
         let charge = mem.charge(bytes, node, "the halo rows kept for the next band")?;
         Ok(Window {
@@ -171,6 +136,88 @@ impl<'m> Window<'m> {
     /// Returns the table buffer to the pool.
     pub fn release(self, pool: &BufferPool) {
         pool.give(self.table);
+    }
+}
+
+/// The new ids of the table rows some kept points use: `0, 1, 2, …` in ascending order of
+/// the old ids, so no row moves to a higher place when the rows are compacted in their table.
+struct Renumbering {
+    /// Lowest old id used.
+    lo_id: u32,
+    /// Per old id from `lo_id`: its new id, or `u32::MAX` when no kept point uses it.
+    map: Vec<u32>,
+    /// Rows kept.
+    kept: usize,
+}
+
+impl Renumbering {
+    /// The renumbering of the rows that `ids` use (`ids` not empty).
+    fn of(ids: &[u32]) -> Self {
+        let (lo_id, hi_id) = ids
+            .iter()
+            .fold((u32::MAX, 0), |(lo, hi), &id| (lo.min(id), hi.max(id)));
+        let mut map = vec![u32::MAX; (hi_id - lo_id) as usize + 1];
+        for &id in ids {
+            map[(id - lo_id) as usize] = 0;
+        }
+        let mut kept = 0;
+        for m in map.iter_mut().filter(|m| **m != u32::MAX) {
+            *m = kept;
+            kept += 1;
+        }
+        Self {
+            lo_id,
+            map,
+            kept: kept as usize,
+        }
+    }
+
+    /// `(old id, new id)` of every kept row, ascending.
+    fn kept_rows(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        self.map
+            .iter()
+            .enumerate()
+            .filter(|(_, &m)| m != u32::MAX)
+            .map(|(i, &m)| (self.lo_id as usize + i, m as usize))
+    }
+
+    /// The kept rows of `table` (rows of `c` values) and their shared flags, moved to
+    /// their new places within the same buffers.
+    fn compact(&self, mut table: RowBuf, mut shared: Vec<bool>, c: usize) -> (RowBuf, Vec<bool>) {
+        let mut moves = RowMoves::new(c);
+        for (old, new) in self.kept_rows() {
+            moves.push(&mut table, old, new);
+            shared[new] = shared[old];
+        }
+        moves.flush(&mut table);
+        shared.truncate(self.kept);
+        table.resize_in_place(self.kept * c);
+        (table, shared)
+    }
+
+    /// The kept rows of `table` and their shared flags, copied into a pooled table and a
+    /// new vector.
+    fn copy(
+        &self,
+        table: &[f32],
+        shared: &[bool],
+        pool: &BufferPool,
+        c: usize,
+    ) -> (RowBuf, Vec<bool>) {
+        let mut kept = pool.take(self.kept * c);
+        let mut flags = Vec::with_capacity(self.kept);
+        for (old, new) in self.kept_rows() {
+            kept[new * c..(new + 1) * c].copy_from_slice(&table[old * c..][..c]);
+            flags.push(shared[old]);
+        }
+        (kept, flags)
+    }
+
+    /// Gives `ids` their new ids.
+    fn apply(&self, ids: &mut [u32]) {
+        for id in ids {
+            *id = self.map[(*id - self.lo_id) as usize];
+        }
     }
 }
 
