@@ -21,7 +21,7 @@ use super::exec::{Progress, Run, ALL, FIRST_PAUSE, LONGEST_PAUSE};
 use super::jobs::{expand_masks, task_jobs, Phase, TaskJobs};
 use super::masks::MaskGeometry;
 use super::memory::{Charge, RowBuf};
-use super::ops::{Part, RowProducts, Stencil};
+use super::ops::{Part, Reach, RowProducts, Stencil};
 use super::rulebook::{
     count_pairs, grain, searches_in_blocks, task_points, tasks, Search, SERIAL_POINTS, TASK_POINTS,
 };
@@ -86,6 +86,21 @@ fn task_sums(
         (k.sum_rows_f64)(acc, table, &ids[pts.start - base..pts.end - base]);
     }
     sum
+}
+
+/// The output coordinates of a band: the input's rows in `[start, end)` (a stride-1 step), or
+/// the strided image of the input rows that snap into them.
+fn band_coords(x: &Window<'_>, reach: &Reach, start: i64, end: i64) -> Coords {
+    if reach.stride == 1 {
+        return x.coords.copy_rows(x.coords.rows_between(start, end));
+    }
+    let in_end = if end == ALL {
+        ALL
+    } else {
+        align_up(end, reach.t_out as i64)
+    };
+    x.coords
+        .strided(x.coords.rows_between(start, in_end), reach.t_out)
 }
 
 thread_local! {
@@ -211,18 +226,7 @@ impl<'m> Run<'_, 'm> {
         let reach = op.reach();
         let y_slot = step.output;
         let started = Instant::now();
-        let out = if reach.stride == 1 {
-            x.coords.copy_rows(x.coords.rows_between(start, end))
-        } else {
-            let t_out = reach.t_out as i64;
-            let in_end = if end == ALL {
-                ALL
-            } else {
-                align_up(end, t_out)
-            };
-            x.coords
-                .strided(x.coords.rows_between(start, in_end), reach.t_out)
-        };
+        let out = band_coords(x, reach, start, end);
         self.next_row[si] = next;
         self.final_to[y_slot] = next;
         let points = out.len();
@@ -261,18 +265,30 @@ impl<'m> Run<'_, 'm> {
         }
         drop(record_charge);
         let (window, sums) = result?;
-        let k = self.k;
+        self.stats.dense_macs -= unpooled_pairs * op.macs_per_pair();
+        self.finish_band(y_slot, window, &sums, points, pooled_points);
+        Ok(())
+    }
+
+    /// Adds a band's output (its window, the tasks' pooled sums and its point counts) to
+    /// the output value of slot `y_slot`.
+    fn finish_band(
+        &mut self,
+        y_slot: usize,
+        window: Window<'m>,
+        sums: &[TreeSum],
+        points: usize,
+        pooled_points: usize,
+    ) {
         if let Some(total) = &mut self.sums[y_slot] {
-            for part in &sums {
-                total.extend(part, k);
+            for part in sums {
+                total.extend(part, self.k);
             }
         }
         self.points[y_slot] += points as u64;
         self.pooled_points[y_slot] += pooled_points as u64;
         self.stats.points += pooled_points as u64;
-        self.stats.dense_macs -= unpooled_pairs * op.macs_per_pair();
         self.windows[y_slot] = Some(window);
-        Ok(())
     }
 
     /// The new output window: the halo's rows, then the band's rows `table` (with the
