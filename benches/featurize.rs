@@ -26,7 +26,9 @@
 //! time of several runs (five, up to fifty within a second for fast matrices) with 2 threads
 //! (and 1 thread for `real`), the dense-counted
 //! multiply-adds (every neighbour pair of every conv times `Cin·Cout`), their rate as a
-//! fraction of numpy's `float32` matmul rate measured in the same run with 2 threads, the
+//! fraction of numpy's `float32` matmul rate with 2 threads (the best of the rates sampled in
+//! the same section: before its first matrix and after each matrix's Rust runs, so a slow
+//! moment of the VM during one sample cannot flatter the ratio), the
 //! multiply-adds actually done (`FeaturizeStats::computed_macs`: shared rows and products
 //! computed once) and their time at two cores' FMA peak (a floor under the run's time), the
 //! peak RSS of a child process that loads the graph and the matrix and featurizes once
@@ -359,8 +361,9 @@ fn load() -> String {
 struct Bench {
     repo: PathBuf,
     worker: Worker,
-    /// numpy sgemm GMAC/s, 2 threads, measured at the start of each section.
-    peak: f64,
+    /// numpy sgemm GMAC/s, 2 threads: the rates sampled in the current section (at its
+    /// start and after each matrix's Rust runs); ratios are taken against the best.
+    sgemm: Vec<f64>,
     /// The widest vectors' fused multiply-add peak of one core (GMAC/s; 0 when unknown).
     fma_core: f64,
     numpy_max_nnz: usize,
@@ -411,8 +414,46 @@ impl Bench {
                 "\nspeedup over numpy with 2 threads: geometric mean {geo:.1}×, minimum {min:.1}×"
             );
         }
+        self.print_sgemm_samples();
         println!("load average at end: {}", load());
         Ok(())
+    }
+
+    /// Samples numpy's sgemm rate once more for the current section.
+    fn sample_sgemm(&mut self) -> BoxResult<()> {
+        let rate = self.worker.sgemm()?;
+        self.sgemm.push(rate);
+        Ok(())
+    }
+
+    /// The best sgemm rate sampled in the current section (GMAC/s): the denominator of every
+    /// "of sgemm" ratio, like the best of the Rust runs in the numerator.
+    fn peak(&self) -> f64 {
+        self.sgemm.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// The best sgemm rate so far, with its share of two cores' FMA peak when known.
+    fn sgemm_line(&self) -> String {
+        let of_fma = if self.fma_core > 0.0 {
+            format!(
+                " ({:.0} % of two cores' fused multiply-add peak)",
+                100.0 * self.peak() / (2.0 * self.fma_core)
+            )
+        } else {
+            String::new()
+        };
+        format!("{:.1} GMAC/s{of_fma}", self.peak())
+    }
+
+    /// Every sgemm rate the section sampled, and the best, which its ratios use.
+    fn print_sgemm_samples(&self) {
+        let all: Vec<String> = self.sgemm.iter().map(|r| format!("{r:.1}")).collect();
+        println!(
+            "numpy float32 matmul sampled before the first matrix and after each: {} GMAC/s; \
+             \"of sgemm\" is against the best, {}",
+            all.join(" / "),
+            self.sgemm_line()
+        );
     }
 
     /// The Rust side of one matrix's row of [`Bench::table`]; `None` (after a note) when the
@@ -445,6 +486,7 @@ impl Bench {
             None
         };
         let rss = peak_rss(json, path).map_or("?".into(), |m| format!("{m:.0}"));
+        self.sample_sgemm()?;
         Ok(Some(RustRow {
             path: path.to_path_buf(),
             p,
@@ -485,7 +527,7 @@ impl Bench {
             r.t1.map_or(String::new(), |t| format!(" {:.1} |", t * 1e3)),
             gmac,
             gmac / t2,
-            100.0 * gmac / t2 / self.peak,
+            100.0 * gmac / t2 / self.peak(),
             done,
             floor,
             r.rss,
@@ -513,17 +555,19 @@ impl Bench {
             let p = CsrPattern::read_waco_csr(path)?;
             std::thread::sleep(OPENBLAS_SPIN);
             let (t2, _, stats) = time_rust(&g, &p, 2)?;
+            self.sample_sgemm()?;
             let gmac = stats.dense_macs as f64 / 1e9;
             println!(
                 "### {} ({} nnz): {:.1} ms, {:.0} % of sgemm, {} slab(s)\n",
                 path.file_stem().and_then(|s| s.to_str()).unwrap_or("?"),
                 p.nnz(),
                 t2 * 1e3,
-                100.0 * gmac / t2 / self.peak,
+                100.0 * gmac / t2 / self.peak(),
                 stats.slabs
             );
             print_phases(&stats, self.fma_core);
         }
+        self.print_sgemm_samples();
         println!("load average at end: {}", load());
         Ok(())
     }
@@ -543,19 +587,12 @@ impl Bench {
             .join("target/bench")
             .join(bundle.file_name().unwrap_or_default());
         let (spec, json) = self.worker.graph(bundle, &dir)?;
-        self.peak = self.worker.sgemm()?;
-        let of_fma = if self.fma_core > 0.0 {
-            format!(
-                " ({:.0} % of two cores' fused multiply-add peak)",
-                100.0 * self.peak / (2.0 * self.fma_core)
-            )
-        } else {
-            String::new()
-        };
+        self.sgemm.clear();
+        self.sample_sgemm()?;
         println!(
-            "load average {} at start; numpy float32 matmul (2048², 2 threads): {:.1} GMAC/s{of_fma}\n",
+            "load average {} at start; numpy float32 matmul (2048², 2 threads): {}\n",
             load(),
-            self.peak
+            self.sgemm_line()
         );
         Ok(Some((FeaturizerGraph::from_spec(&spec)?, json)))
     }
@@ -675,7 +712,7 @@ fn main() -> BoxResult<()> {
     let mut b = Bench {
         repo,
         worker,
-        peak: 0.0,
+        sgemm: Vec::new(),
         fma_core: peaks.first().map_or(0.0, |p| p.1),
         numpy_max_nnz,
     };

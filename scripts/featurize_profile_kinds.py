@@ -25,7 +25,10 @@ KINDS = [
                 r"|raw_vec|page_fault|clear_page|do_anonymous|handle_mm_fault|mmap|munmap|alloc_pages"
                 r"|featurize::memory|BufferPool|Vec<T.*>::(extend|reserve|with_capacity)|spec_extend|from_iter"),
     ("pooling", r"simd::pool|tree_sum|TreeSum|avg_pool|max_pool|sum_rows|step::task_sums|pooled_sums"),
-    ("maps", r"featurize::(rulebook|masks|coords|jobs|band|window)|simd::scan|Neighbours|KeySink"
+    # `step::band_coords` is where the compiler inlines `Coords::strided` (a band's output
+    # coordinates); `lone` certifies points without a search.
+    ("maps", r"featurize::(rulebook|masks|coords|jobs|band|window|lone)|step::band_coords|simd::scan"
+             r"|Neighbours|KeySink"
              r"|SparseConv>::tile|SparseConv::tile|band_jobs|compute_lists"),
     ("products", r"simd::(conv|gemm|kernels)|ops::sparse_conv|gemm_|shared_products|hot_products"),
     ("threads", r"rayon_core::(registry|sleep|latch)|crossbeam|futex|sched|finish_task_switch"
