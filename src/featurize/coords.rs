@@ -146,45 +146,9 @@ impl Coords {
                 _ => groups.push((o, i, i + 1)),
             }
         }
-        // Per chunk of groups: the merged columns and each group's count. A group's merged
-        // columns are at most its points, so each group is merged into the chunk's buffer
-        // right after the previous one.
         let parts: Vec<(Vec<u32>, Vec<usize>)> = groups
             .par_chunks(256)
-            .map(|gs| {
-                let row = |i: usize| &self.cols[self.row_range(i)];
-                let points = gs
-                    .iter()
-                    .map(|&(_, first, end)| self.points_of(first..end).len())
-                    .sum();
-                let mut cols = vec![0u32; points];
-                let mut counts = Vec::with_capacity(gs.len());
-                let (mut n, mut merged, mut tmp) = (0, Vec::new(), Vec::new());
-                for &(_, first, end) in gs {
-                    let len = match end - first {
-                        1 => snap_dedup(&mut cols[n..], row(first), &snap),
-                        // Two rows (a stride-2 layer's usual case): one merge.
-                        2 => merge2_dedup(&mut cols[n..], row(first), row(first + 1), &snap),
-                        _ => {
-                            // Snapping keeps each row sorted; merge the rows in turn.
-                            merged.clear();
-                            push_dedup(&mut merged, 0, row(first).iter().map(|&c| snap(c)));
-                            for i in first + 1..end {
-                                std::mem::swap(&mut merged, &mut tmp);
-                                merged.clear();
-                                let snapped = row(i).iter().map(|&c| snap(c));
-                                merge_dedup(&mut merged, 0, &tmp, snapped);
-                            }
-                            cols[n..n + merged.len()].copy_from_slice(&merged);
-                            merged.len()
-                        }
-                    };
-                    counts.push(len);
-                    n += len;
-                }
-                cols.truncate(n);
-                (cols, counts)
-            })
+            .map(|gs| self.merge_groups(gs, &snap))
             .collect();
         let mut row_start = Vec::with_capacity(groups.len() + 1);
         row_start.push(0);
@@ -208,6 +172,48 @@ impl Coords {
             row_start,
             cols,
         }
+    }
+
+    /// The merged, snapped columns of the row groups `gs` (`(out row, first, end)`), one
+    /// group after the other, and each group's count. A group's merged columns are at most
+    /// its points, so each group is merged into the buffer right after the previous one.
+    fn merge_groups(
+        &self,
+        gs: &[(u32, usize, usize)],
+        snap: &impl Fn(u32) -> u32,
+    ) -> (Vec<u32>, Vec<usize>) {
+        let row = |i: usize| &self.cols[self.row_range(i)];
+        let points = gs
+            .iter()
+            .map(|&(_, first, end)| self.points_of(first..end).len())
+            .sum();
+        let mut cols = vec![0u32; points];
+        let mut counts = Vec::with_capacity(gs.len());
+        let (mut n, mut merged, mut tmp) = (0, Vec::new(), Vec::new());
+        for &(_, first, end) in gs {
+            let len = match end - first {
+                1 => snap_dedup(&mut cols[n..], row(first), snap),
+                // Two rows (a stride-2 layer's usual case): one merge.
+                2 => merge2_dedup(&mut cols[n..], row(first), row(first + 1), snap),
+                _ => {
+                    // Snapping keeps each row sorted; merge the rows in turn.
+                    merged.clear();
+                    push_dedup(&mut merged, 0, row(first).iter().map(|&c| snap(c)));
+                    for i in first + 1..end {
+                        std::mem::swap(&mut merged, &mut tmp);
+                        merged.clear();
+                        let snapped = row(i).iter().map(|&c| snap(c));
+                        merge_dedup(&mut merged, 0, &tmp, snapped);
+                    }
+                    cols[n..n + merged.len()].copy_from_slice(&merged);
+                    merged.len()
+                }
+            };
+            counts.push(len);
+            n += len;
+        }
+        cols.truncate(n);
+        (cols, counts)
     }
 }
 

@@ -217,41 +217,13 @@ fn mask_jobs(
     mut ph: Phase,
 ) -> Phase {
     let geom = search.geom;
-    let mut index = Index::with_capacity(64);
-    let (mut masks_of, mut mask_hash): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
-    let mut last: Option<(u64, u32)> = None;
-    let mut once = |mask: u64, ph: &mut Phase| {
-        let j = match last {
-            Some((m, j)) if m == mask => j,
-            _ => {
-                // The index takes the hash's low bits: fold the product's high half into
-                // them (the low bits of a product depend only on the mask's low bits, and
-                // masks that differ only in their upper kernel columns would all probe
-                // from one slot).
-                let x = mask.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                let h = x ^ (x >> 32);
-                let (j, new) = index.find(h, &mask_hash, |j| masks_of[j] == mask);
-                if new {
-                    let key = mask_key(mask);
-                    ph.keyed.hash.push(hash_pairs(key.into_iter()));
-                    ph.keyed.push_job(key.into_iter(), 0);
-                    masks_of.push(mask);
-                    mask_hash.push(h);
-                }
-                j
-            }
-        };
-        last = Some((mask, j));
-        ph.keyed.uses[j as usize] += 1;
-        ph.point_job.push(KEYED | j);
-        ph.point_pairs += u64::from(mask.count_ones());
-    };
+    let mut jobs = MaskJobs::default();
     if let Some(g) = masks {
         let mut scan = MaskScanner::new(&input.coords, geom, g);
         for ri in rows {
             scan.start_row(out.rows[ri]);
             for p in out.row_range(ri) {
-                once(scan.mask(out.cols[p]), &mut ph);
+                jobs.point(scan.mask(out.cols[p]), &mut ph);
             }
         }
     } else {
@@ -268,7 +240,7 @@ fn mask_jobs(
                 // A row with one point not certified is searched whole: on the patterns of
                 // BENCHMARKS.md searching only those points gained nothing.
                 if f.row_alone(row, cols) {
-                    cols.iter().for_each(|_| once(own, &mut ph));
+                    cols.iter().for_each(|_| jobs.point(own, &mut ph));
                     continue;
                 }
                 if !f.pays() {
@@ -276,10 +248,67 @@ fn mask_jobs(
                 }
             }
             nb.start_row(row);
-            nb.each_mask(cols, |_, mask| once(mask, &mut ph));
+            nb.each_mask(cols, |_, mask| jobs.point(mask, &mut ph));
         }
     }
     ph
+}
+
+/// The jobs of [`mask_jobs`]: one per distinct neighbour mask, found through an index of
+/// the masks' hashes.
+struct MaskJobs {
+    index: Index,
+    /// Per job, its mask and the mask's hash.
+    masks: Vec<u64>,
+    hashes: Vec<u64>,
+    /// The last point's mask and job (consecutive points often share one).
+    last: Option<(u64, u32)>,
+}
+
+impl Default for MaskJobs {
+    fn default() -> Self {
+        Self {
+            index: Index::with_capacity(64),
+            masks: Vec::new(),
+            hashes: Vec::new(),
+            last: None,
+        }
+    }
+}
+
+impl MaskJobs {
+    /// Gives the next point, of neighbour mask `mask`, its job in `ph` (a new job for a
+    /// new mask).
+    #[inline]
+    fn point(&mut self, mask: u64, ph: &mut Phase) {
+        let j = match self.last {
+            Some((m, j)) if m == mask => j,
+            _ => self.job_of(mask, ph),
+        };
+        self.last = Some((mask, j));
+        ph.keyed.uses[j as usize] += 1;
+        ph.point_job.push(KEYED | j);
+        ph.point_pairs += u64::from(mask.count_ones());
+    }
+
+    /// The job of `mask`, added to `ph`'s keyed jobs when new.
+    fn job_of(&mut self, mask: u64, ph: &mut Phase) -> u32 {
+        // The index takes the hash's low bits: fold the product's high half into them (the
+        // low bits of a product depend only on the mask's low bits, and masks that differ
+        // only in their upper kernel columns would all probe from one slot).
+        let x = mask.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let h = x ^ (x >> 32);
+        let masks = &self.masks;
+        let (j, new) = self.index.find(h, &self.hashes, |j| masks[j] == mask);
+        if new {
+            let key = mask_key(mask);
+            ph.keyed.hash.push(hash_pairs(key.into_iter()));
+            ph.keyed.push_job(key.into_iter(), 0);
+            self.masks.push(mask);
+            self.hashes.push(h);
+        }
+        j
+    }
 }
 
 /// [`task_jobs`] of an input of computed rows (or of a constant input with wide kernels):
