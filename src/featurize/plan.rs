@@ -132,6 +132,24 @@ fn search_chains(
     (source, readers)
 }
 
+/// Per stencil step, the values to cut down after it: a value after its last stencil reader,
+/// a value without stencil readers right after the step that produces it (the input, which
+/// no step produces, is cut by the executor after it is fed).
+fn trim_points(stencils: &[StencilStep], readers: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let mut trim_after = vec![Vec::new(); stencils.len()];
+    for (slot, r) in readers.iter().enumerate() {
+        match r.last() {
+            Some(&last) => trim_after[last].push(slot),
+            None => {
+                if let Some(i) = stencils.iter().position(|s| s.output == slot) {
+                    trim_after[i].push(slot);
+                }
+            }
+        }
+    }
+    trim_after
+}
+
 impl Plan {
     /// The plan of a validated, rewritten graph.
     pub fn new(ir: Ir) -> Self {
@@ -170,19 +188,7 @@ impl Plan {
                 }),
             }
         }
-        // A value is cut down after its last reader; a value without stencil readers right
-        // after it is produced (the input: after it is fed, handled by the executor).
-        let mut trim_after = vec![Vec::new(); stencils.len()];
-        for (slot, r) in readers.iter().enumerate() {
-            match r.last() {
-                Some(&last) => trim_after[last].push(slot),
-                None => {
-                    if let Some(i) = stencils.iter().position(|s| s.output == slot) {
-                        trim_after[i].push(slot);
-                    }
-                }
-            }
-        }
+        let trim_after = trim_points(&stencils, &readers);
         let (search_source, search_readers) = search_chains(&stencils, ir.input_slot);
         let max_channels = ir
             .types

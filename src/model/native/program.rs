@@ -187,43 +187,8 @@ impl Program {
                 buf.resize(n, 0.0);
             }
             let out = &mut buf[..n];
-            // Every element of `out` is written by the init (the padding too).
-            let missing = match &ins.init {
-                Init::Bias(b) => {
-                    for row in out.chunks_exact_mut(ob.stride) {
-                        row.copy_from_slice(b);
-                    }
-                    false
-                }
-                Init::Fields {
-                    bias,
-                    input,
-                    tables,
-                } => match view_of(given, own, &self.bufs, *input) {
-                    Some(x) => {
-                        let mut ops = Vec::with_capacity(tables.adds());
-                        for (r, row) in out.chunks_exact_mut(ob.stride).enumerate() {
-                            row.copy_from_slice(bias);
-                            tables.add_row(level, &x.data[r * x.stride..], row, &mut ops);
-                        }
-                        false
-                    }
-                    None => true,
-                },
-                Init::Sum { u, v } => match view_of(given, own, &self.bufs, *u) {
-                    Some(uv) => {
-                        let vv = v.and_then(|v| view_of(given, own, &self.bufs, v));
-                        let fuse_relu = ins.relu && ins.terms.is_empty();
-                        let u_row = &uv.data[..ob.stride];
-                        let v_rows = vv.map(|vv| (vv.data, vv.stride));
-                        gemm::sum_rows_block(level, out, ob.stride, u_row, v_rows, fuse_relu);
-                        v.is_some() && vv.is_none()
-                    }
-                    None => true,
-                },
-            };
+            let mut missing = self.init_rows(level, ins, out, given, own);
             let n_terms = ins.terms.len();
-            let mut missing = missing;
             for (t, (b, w)) in ins.terms.iter().enumerate() {
                 let Some(x) = view_of(given, own, &self.bufs, *b) else {
                     missing = true;
@@ -248,6 +213,54 @@ impl Program {
                 out.fill(f32::NAN);
             }
             own[ins.out] = buf;
+        }
+    }
+
+    /// Writes every element of the instruction's `out` (`rows × stride`, the padding too)
+    /// with its initial value: its bias, its bias plus table fields, or a sum of rows.
+    /// Returns whether a buffer it reads is missing.
+    fn init_rows(
+        &self,
+        level: SimdLevel,
+        ins: &Instr,
+        out: &mut [f32],
+        given: &[Option<View<'_>>],
+        own: &[Vec<f32>],
+    ) -> bool {
+        let ob = self.bufs[ins.out];
+        match &ins.init {
+            Init::Bias(b) => {
+                for row in out.chunks_exact_mut(ob.stride) {
+                    row.copy_from_slice(b);
+                }
+                false
+            }
+            Init::Fields {
+                bias,
+                input,
+                tables,
+            } => match view_of(given, own, &self.bufs, *input) {
+                Some(x) => {
+                    let mut ops = Vec::with_capacity(tables.adds());
+                    for (r, row) in out.chunks_exact_mut(ob.stride).enumerate() {
+                        row.copy_from_slice(bias);
+                        tables.add_row(level, &x.data[r * x.stride..], row, &mut ops);
+                    }
+                    false
+                }
+                None => true,
+            },
+            Init::Sum { u, v } => match view_of(given, own, &self.bufs, *u) {
+                Some(uv) => {
+                    let vv = v.and_then(|v| view_of(given, own, &self.bufs, v));
+                    let fuse_relu = ins.relu && ins.terms.is_empty();
+                    let u_row = &uv.data[..ob.stride];
+                    let v_rows = vv.map(|vv| (vv.data, vv.stride));
+                    gemm::sum_rows_block(level, out, ob.stride, u_row, v_rows, fuse_relu);
+                    v.is_some() && vv.is_none()
+                }
+                None => true,
+            },
         }
     }
 
