@@ -60,41 +60,15 @@ pub(crate) fn import(
     inputs: &[(&str, usize)],
     budget: &Budget,
 ) -> Result<Import> {
-    let g = file.graph();
     let mut imp = Importer {
         origin: &file.origin,
         graph: Graph::default(),
         syms: HashMap::new(),
         budget,
     };
-    for (i, t) in g.initializer.iter().enumerate() {
-        let sym = match file.float_initializer(i) {
-            Some(spec) => {
-                budget.charge(spec.data.len() as u64, &t.name)?;
-                Sym::Float(Rc::new(Tensor {
-                    dims: spec.dims.clone(),
-                    data: spec.data.clone(),
-                }))
-            }
-            None => imp.constant(t)?,
-        };
-        imp.syms.insert(t.name.clone(), sym);
-    }
-    for (name, width) in inputs {
-        if let Some(declared) = file.last_dim(name) {
-            if declared != *width {
-                return Err(Error::bundle(
-                    format!("{}: input '{name}'", file.origin),
-                    format!("declares width {declared}, expected {width}"),
-                ));
-            }
-        }
-        budget.charge(*width as u64, name)?;
-        let id = imp
-            .graph
-            .push(Node::Input((*name).to_string()), *width, name);
-        imp.syms.insert((*name).to_string(), Sym::Value(id));
-    }
+    imp.initializers(file)?;
+    imp.inputs(file, inputs)?;
+    let g = file.graph();
     for (i, node) in g.node.iter().enumerate() {
         let label = if node.name.is_empty() {
             format!("#{i} ({})", node.op_type)
@@ -112,26 +86,7 @@ pub(crate) fn import(
             Step::Unsupported(reason) => return Ok(Import::Unsupported(label, reason)),
         }
     }
-    let [out] = g.output.as_slice() else {
-        return Ok(Import::Unsupported(
-            "graph".into(),
-            format!("{} outputs (expected one)", g.output.len()),
-        ));
-    };
-    match imp.syms.get(&out.name) {
-        Some(Sym::Value(id)) => {
-            imp.graph.output = *id;
-            Ok(Import::Graph(imp.graph))
-        }
-        Some(_) => Ok(Import::Unsupported(
-            out.name.clone(),
-            "the output is not a batch of rows".into(),
-        )),
-        None => Err(Error::bundle(
-            format!("{}: output '{}'", file.origin, out.name),
-            "no node produces the graph output",
-        )),
-    }
+    imp.output(file)
 }
 
 enum Step {
@@ -156,6 +111,69 @@ fn attr_float(node: &NodeProto, name: &str, default: f32) -> f32 {
 }
 
 impl Importer<'_> {
+    /// Binds every initializer: float tensors as weights, the rest as constants.
+    fn initializers(&mut self, file: &BundleFile) -> Result<()> {
+        for (i, t) in file.graph().initializer.iter().enumerate() {
+            let sym = match file.float_initializer(i) {
+                Some(spec) => {
+                    self.budget.charge(spec.data.len() as u64, &t.name)?;
+                    Sym::Float(Rc::new(Tensor {
+                        dims: spec.dims.clone(),
+                        data: spec.data.clone(),
+                    }))
+                }
+                None => self.constant(t)?,
+            };
+            self.syms.insert(t.name.clone(), sym);
+        }
+        Ok(())
+    }
+
+    /// Binds every graph input to a row of its width, refusing a declared width that differs.
+    fn inputs(&mut self, file: &BundleFile, inputs: &[(&str, usize)]) -> Result<()> {
+        for (name, width) in inputs {
+            if let Some(declared) = file.last_dim(name) {
+                if declared != *width {
+                    return Err(Error::bundle(
+                        format!("{}: input '{name}'", file.origin),
+                        format!("declares width {declared}, expected {width}"),
+                    ));
+                }
+            }
+            self.budget.charge(*width as u64, name)?;
+            let id = self
+                .graph
+                .push(Node::Input((*name).to_string()), *width, name);
+            self.syms.insert((*name).to_string(), Sym::Value(id));
+        }
+        Ok(())
+    }
+
+    /// The imported graph with its one output, once every node is imported.
+    fn output(mut self, file: &BundleFile) -> Result<Import> {
+        let g = file.graph();
+        let [out] = g.output.as_slice() else {
+            return Ok(Import::Unsupported(
+                "graph".into(),
+                format!("{} outputs (expected one)", g.output.len()),
+            ));
+        };
+        match self.syms.get(&out.name) {
+            Some(Sym::Value(id)) => {
+                self.graph.output = *id;
+                Ok(Import::Graph(self.graph))
+            }
+            Some(_) => Ok(Import::Unsupported(
+                out.name.clone(),
+                "the output is not a batch of rows".into(),
+            )),
+            None => Err(Error::bundle(
+                format!("{}: output '{}'", file.origin, out.name),
+                "no node produces the graph output",
+            )),
+        }
+    }
+
     fn err(&self, node: &str, reason: impl Into<String>) -> Error {
         Error::bundle(format!("{}: node '{node}'", self.origin), reason)
     }
