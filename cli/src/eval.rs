@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use anyhow::{bail, Context, Result};
 use dashrank::eval::{
     find_measured_files, EvalReport, EvalSetup, Evaluator, FileOutcome, FileWork, MatrixEval,
-    MeasuredFile, Metric, ModelSummary, PartialReport, Shard, Thresholds,
+    MeasuredFile, Metric, ModelSummary, PartialReport, Shard, SkippedFile, Thresholds,
 };
 
 use crate::flags::{EvalArgs, MergeArgs};
@@ -44,20 +44,7 @@ pub fn run(args: &EvalArgs) -> Result<ExitCode> {
             args.default.as_deref().unwrap_or("")
         )
     })?;
-    let progress = Progress::new(
-        files.len(),
-        !args.no_progress && std::io::stderr().is_terminal(),
-    );
-    let results =
-        evaluator.evaluate_all(&files, args.model.threads, &|f| progress.tick(&f.name))?;
-    progress.finish();
-    let (mut evals, mut skipped) = (Vec::new(), Vec::new());
-    for (file, result) in files.iter().zip(results) {
-        match result.with_context(|| format!("evaluating {}", file.name))? {
-            FileOutcome::Evaluated(e) => evals.push(*e),
-            FileOutcome::Skipped(s) => skipped.push(s),
-        }
-    }
+    let (evals, skipped) = evaluate_files(&evaluator, &files, args)?;
     warn_invalid_lines(&evals, &head);
     if evals.is_empty() && shard.is_none() {
         let mut why = String::new();
@@ -97,6 +84,29 @@ pub fn run(args: &EvalArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     Ok(verdict(&report))
+}
+
+/// Evaluates `files` on the model's threads (progress on stderr when it is a terminal);
+/// the evaluated files and the skipped ones, in the order of `files`.
+fn evaluate_files(
+    evaluator: &Evaluator<'_>,
+    files: &[MeasuredFile],
+    args: &EvalArgs,
+) -> Result<(Vec<MatrixEval>, Vec<SkippedFile>)> {
+    let progress = Progress::new(
+        files.len(),
+        !args.no_progress && std::io::stderr().is_terminal(),
+    );
+    let results = evaluator.evaluate_all(files, args.model.threads, &|f| progress.tick(&f.name))?;
+    progress.finish();
+    let (mut evals, mut skipped) = (Vec::new(), Vec::new());
+    for (file, result) in files.iter().zip(results) {
+        match result.with_context(|| format!("evaluating {}", file.name))? {
+            FileOutcome::Evaluated(e) => evals.push(*e),
+            FileOutcome::Skipped(s) => skipped.push(s),
+        }
+    }
+    Ok((evals, skipped))
 }
 
 pub fn merge(args: &MergeArgs) -> Result<ExitCode> {

@@ -42,29 +42,7 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
         None => info.heads.iter().map(|h| h.name.clone()).collect(),
     };
     for name in &heads {
-        let h = info.head(name)?;
-        writeln!(
-            out,
-            "head {}: kernel {}, target {}, {}, schema '{}' ({} columns), schedule embedding {}",
-            h.name,
-            h.kernel,
-            h.target,
-            h.polarity,
-            h.schema_name,
-            h.schedule_width,
-            h.schedule_embedding_dim
-        )?;
-        if !h.score_meaning.is_empty() {
-            writeln!(out, "  score: {}", h.score_meaning)?;
-        }
-        if let Some(c) = h.cost {
-            writeln!(
-                out,
-                "  native work: {} MAC per candidate to prepare ({} floats stored), {} per matrix, {} per (matrix, candidate)",
-                c.prepare_macs, c.stored_floats, c.matrix_macs, c.score_macs
-            )?;
-        }
-        writeln!(out, "  schema: {}", model.schema(&h.name)?.to_json())?;
+        print_head(&mut out, &model, name)?;
     }
     if !args.check {
         return Ok(ExitCode::SUCCESS);
@@ -84,6 +62,36 @@ pub fn run(args: &InspectArgs) -> Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// A head's line: its kernel, target, polarity, schema and widths, what its score means,
+/// its native work, and its schema.
+fn print_head(out: &mut impl Write, model: &Model, name: &str) -> Result<()> {
+    let info = model.info();
+    let h = info.head(name)?;
+    writeln!(
+        out,
+        "head {}: kernel {}, target {}, {}, schema '{}' ({} columns), schedule embedding {}",
+        h.name,
+        h.kernel,
+        h.target,
+        h.polarity,
+        h.schema_name,
+        h.schedule_width,
+        h.schedule_embedding_dim
+    )?;
+    if !h.score_meaning.is_empty() {
+        writeln!(out, "  score: {}", h.score_meaning)?;
+    }
+    if let Some(c) = h.cost {
+        writeln!(
+            out,
+            "  native work: {} MAC per candidate to prepare ({} floats stored), {} per matrix, {} per (matrix, candidate)",
+            c.prepare_macs, c.stored_floats, c.matrix_macs, c.score_macs
+        )?;
+    }
+    writeln!(out, "  schema: {}", model.schema(&h.name)?.to_json())?;
+    Ok(())
 }
 
 /// The provenance hashes and the manifest (all verified at load).
