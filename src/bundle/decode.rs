@@ -283,9 +283,26 @@ pub(crate) fn tensor_to_f32(t: &TensorProto, origin: &str) -> Result<TensorSpec>
         .iter()
         .try_fold(1usize, |n, &d| n.checked_mul(d))
         .ok_or_else(|| Error::bundle(key(), format!("dims {dims:?} overflow the address space")))?;
-    let data: Vec<f32> = match t.data_type {
+    let data = float_values(t, expected, &key)?;
+    if data.len() != expected {
+        return Err(Error::bundle(
+            key(),
+            format!("dims {dims:?} need {expected} values, found {}", data.len()),
+        ));
+    }
+    Ok(TensorSpec {
+        name: t.name.clone(),
+        dims,
+        data,
+    })
+}
+
+/// The values of a FLOAT, FLOAT16 or DOUBLE tensor as `f32` (doubles rounded), from its raw
+/// bytes (whose length must be `expected` values) or its typed field.
+fn float_values(t: &TensorProto, expected: usize, key: &impl Fn() -> String) -> Result<Vec<f32>> {
+    Ok(match t.data_type {
         data_type::FLOAT if !t.raw_data.is_empty() => {
-            check_raw_len(t, expected, 4, &key)?;
+            check_raw_len(t, expected, 4, key)?;
             t.raw_data
                 .chunks_exact(4)
                 .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -293,7 +310,7 @@ pub(crate) fn tensor_to_f32(t: &TensorProto, origin: &str) -> Result<TensorSpec>
         }
         data_type::FLOAT => t.float_data.clone(),
         data_type::FLOAT16 if !t.raw_data.is_empty() => {
-            check_raw_len(t, expected, 2, &key)?;
+            check_raw_len(t, expected, 2, key)?;
             f16_bits_to_f32(
                 &t.raw_data
                     .chunks_exact(2)
@@ -308,7 +325,7 @@ pub(crate) fn tensor_to_f32(t: &TensorProto, origin: &str) -> Result<TensorSpec>
                 .collect::<Vec<_>>(),
         ),
         data_type::DOUBLE if !t.raw_data.is_empty() => {
-            check_raw_len(t, expected, 8, &key)?;
+            check_raw_len(t, expected, 8, key)?;
             t.raw_data
                 .chunks_exact(8)
                 .map(|c| {
@@ -322,20 +339,11 @@ pub(crate) fn tensor_to_f32(t: &TensorProto, origin: &str) -> Result<TensorSpec>
         other => {
             return Err(Error::bundle(
                 key(),
-                format!("weights must be FLOAT (1) or FLOAT16 (10), found data type {other}"),
+                format!(
+                "weights must be FLOAT (1), FLOAT16 (10) or DOUBLE (11), found data type {other}"
+            ),
             ))
         }
-    };
-    if data.len() != expected {
-        return Err(Error::bundle(
-            key(),
-            format!("dims {dims:?} need {expected} values, found {}", data.len()),
-        ));
-    }
-    Ok(TensorSpec {
-        name: t.name.clone(),
-        dims,
-        data,
     })
 }
 
@@ -629,5 +637,107 @@ mod tests {
             f16_bits_to_f32(&[0x3c00, 0xc000, 0x0001]),
             [1.0, -2.0, 2f32.powi(-24)]
         );
+    }
+
+    /// A `[2]` tensor named `w` of `data_type`.
+    fn tensor(data_type: i32) -> TensorProto {
+        TensorProto {
+            name: "w".into(),
+            dims: vec![2],
+            data_type,
+            ..Default::default()
+        }
+    }
+
+    /// Every accepted encoding of `[1.5, -0.25]` (FLOAT, FLOAT16 and DOUBLE, raw bytes or
+    /// typed fields) decodes to the same values; doubles are rounded to `f32`.
+    #[test]
+    fn initializers_decode_from_every_accepted_encoding() {
+        let want = [1.5f32, -0.25];
+        let raw = |bytes: Vec<u8>, ty| TensorProto {
+            raw_data: bytes,
+            ..tensor(ty)
+        };
+        let encodings = [
+            raw(
+                want.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                data_type::FLOAT,
+            ),
+            TensorProto {
+                float_data: want.to_vec(),
+                ..tensor(data_type::FLOAT)
+            },
+            raw(
+                [0x3e00u16, 0xb400]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+                data_type::FLOAT16,
+            ),
+            TensorProto {
+                int32_data: vec![0x3e00, 0xb400],
+                ..tensor(data_type::FLOAT16)
+            },
+            raw(
+                want.iter()
+                    .flat_map(|&v| f64::from(v).to_le_bytes())
+                    .collect(),
+                data_type::DOUBLE,
+            ),
+            TensorProto {
+                double_data: want.iter().map(|&v| f64::from(v)).collect(),
+                ..tensor(data_type::DOUBLE)
+            },
+        ];
+        for t in &encodings {
+            let spec = tensor_to_f32(t, "bundle").expect("decodes");
+            assert_eq!(
+                (spec.dims, spec.data),
+                (vec![2], want.to_vec()),
+                "type {}",
+                t.data_type
+            );
+        }
+        let rounded = TensorProto {
+            double_data: vec![0.1, 1e300],
+            ..tensor(data_type::DOUBLE)
+        };
+        let spec = tensor_to_f32(&rounded, "bundle").expect("decodes");
+        assert_eq!(spec.data, [0.1f32, f32::INFINITY]);
+    }
+
+    /// An integer tensor, raw bytes of the wrong length and too few values are refused,
+    /// naming the tensor and what is wrong.
+    #[test]
+    fn initializers_of_the_wrong_type_or_size_are_refused() {
+        let cases = [
+            (
+                TensorProto {
+                    int64_data: vec![1, 2],
+                    ..tensor(data_type::INT64)
+                },
+                "FLOAT (1), FLOAT16 (10) or DOUBLE (11), found data type 7",
+            ),
+            (
+                TensorProto {
+                    raw_data: vec![0; 6],
+                    ..tensor(data_type::FLOAT)
+                },
+                "raw_data holds 6 bytes",
+            ),
+            (
+                TensorProto {
+                    float_data: vec![1.0],
+                    ..tensor(data_type::FLOAT)
+                },
+                "need 2 values, found 1",
+            ),
+        ];
+        for (t, want) in cases {
+            let err = tensor_to_f32(&t, "bundle")
+                .expect_err("refused")
+                .to_string();
+            assert!(err.contains("tensor 'w'") && err.contains(want), "{err}");
+        }
     }
 }
